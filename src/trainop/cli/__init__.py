@@ -1,0 +1,1 @@
+"""The ``trainop`` command line: parse, call the layers below, print."""

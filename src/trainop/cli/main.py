@@ -1,0 +1,18 @@
+"""Entry point of the ``trainop`` command: the click group that every subcommand joins.
+
+Subcommands live in their own modules in this package and are registered here, so that
+``trainop --help`` lists them all. Errors from the layers below are ``TrainopError``s and are
+printed as one line with a non-zero exit code, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import click
+
+import trainop
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(trainop.__version__, prog_name="trainop")
+def main() -> None:
+    """trainop: run kubeflow.org/v1 training jobs on Kubernetes or on this machine."""

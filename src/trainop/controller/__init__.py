@@ -1,0 +1,2 @@
+"""Controller runtime: work queue, reconciler, manager, leader election, events, metrics,
+webhook."""

@@ -1,0 +1,1 @@
+"""The Python SDK: ``TrainingClient`` with the upstream kubeflow-training method names (sync)."""
