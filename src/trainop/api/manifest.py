@@ -1,0 +1,116 @@
+"""Reading and writing job manifests: YAML text or mappings in, typed jobs out, and back.
+
+This is the wire boundary of the API layer: pydantic's errors are translated into
+``FieldError``s here, once. Nothing here reads files; callers pass text and say where it came
+from (``source``) so that errors name the file.
+
+- ``parse_documents(text)`` → the mappings of a (multi-document) YAML or JSON text;
+- ``parse_job(obj)`` → a typed job of the right kind, or ``InvalidJobError``;
+- ``load_job(obj)`` → ``parse_job`` plus ``validation.validate``; errors raise;
+- ``dump_job(job)`` → the wire mapping (camelCase, absent fields omitted, unknown
+  pod-template fields exactly as they came in).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from trainop.api.kinds import kind_info
+from trainop.api.types import API_VERSION, Job
+from trainop.api.validation import validate
+from trainop.errors import FieldError, InvalidJobError, ManifestError, UnknownKindError
+
+# Wire fields whose values are maps: the segment after one of these is a key, shown in brackets.
+_MAP_FIELDS = ("ReplicaSpecs", "replicaStatuses", "labels", "annotations", "minResources")
+
+
+def parse_documents(text: str, *, source: str = "<input>") -> list[dict[str, Any]]:
+    """Every non-empty document of a YAML (or JSON) text; each must be a mapping."""
+    try:
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"{source}: not valid YAML: {exc}") from exc
+    for number, document in enumerate(documents, start=1):
+        if not isinstance(document, dict):
+            kind = type(document).__name__
+            raise ManifestError(f"{source}: document {number} is a {kind}, expected a mapping")
+    return documents
+
+
+def parse_job(obj: object, *, source: str | None = None) -> Job:
+    """A typed job of the kind ``obj`` declares; ``InvalidJobError`` lists every field problem."""
+    if not isinstance(obj, dict):
+        raise ManifestError(f"{source or '<input>'}: expected a mapping, got {type(obj).__name__}")
+    header = _header_errors(obj)
+    if header:
+        raise InvalidJobError(header, source=source)
+    model = kind_info(obj["kind"]).model
+    try:
+        return model.model_validate(obj)
+    except ValidationError as exc:
+        raise InvalidJobError(_field_errors(exc), source=source) from exc
+
+
+def load_job(obj: object, *, source: str | None = None) -> Job:
+    """Parse and validate; raise ``InvalidJobError`` unless the job is valid."""
+    job = parse_job(obj, source=source)
+    result = validate(job)
+    if not result.ok:
+        raise InvalidJobError(result.errors, source=source)
+    return job
+
+
+def dump_job(job: Job) -> dict[str, Any]:
+    """The wire form of ``job``: camelCase, absent fields omitted, mappings as they came in."""
+    return job.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _header_errors(obj: dict[str, Any]) -> list[FieldError]:
+    errors = []
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if api_version != API_VERSION:
+        detail = f'unsupported value {api_version!r}: supported values: "{API_VERSION}"'
+        errors.append(FieldError("apiVersion", "NotSupported", detail))
+    if not isinstance(kind, str) or not kind:
+        errors.append(FieldError("kind", "Required", "must be one of the job kinds"))
+    else:
+        try:
+            info = kind_info(kind)
+        except UnknownKindError as exc:
+            errors.append(FieldError("kind", "NotSupported", str(exc)))
+        else:
+            if info.kind != kind:
+                errors.append(FieldError("kind", "NotSupported", f"did you mean {info.kind!r}?"))
+    return errors
+
+
+def _field_errors(exc: ValidationError) -> list[FieldError]:
+    return [
+        FieldError(_render_loc(error["loc"]), *_classify(error["type"], error["msg"]))
+        for error in exc.errors()
+    ]
+
+
+def _classify(error_type: str, message: str) -> tuple[str, str]:
+    if error_type == "missing":
+        return "Required", "must be specified"
+    if error_type == "extra_forbidden":
+        return "Forbidden", "unknown field"
+    if error_type in ("literal_error", "enum"):
+        return "NotSupported", message
+    return "Invalid", message
+
+
+def _render_loc(loc: tuple[int | str, ...]) -> str:
+    text = ""
+    previous = ""
+    for part in loc:
+        if isinstance(part, int) or previous.endswith(_MAP_FIELDS):
+            text += f"[{part}]"
+        else:
+            text = f"{text}.{part}" if text else part
+        previous = str(part)
+    return text
