@@ -1,0 +1,208 @@
+"""Manifests in and out: round trips keep unknown fields; bad input gets errors naming the field."""
+
+from __future__ import annotations
+
+import copy
+import textwrap
+from typing import Any
+
+import pytest
+
+from tests.unit.api.builders import manifest
+from trainop.api import manifest as wire
+from trainop.api.jobs import PyTorchJob, TFJobSpec
+from trainop.errors import InvalidJobError, ManifestError, TrainopError
+
+
+def test_parse_picks_the_model_of_the_declared_kind() -> None:
+    job = wire.parse_job(manifest("PyTorchJob"))
+    assert isinstance(job, PyTorchJob)
+    assert set(job.spec.replica_specs) == {"Master", "Worker"}
+
+
+def test_unknown_pod_template_fields_survive_a_round_trip() -> None:
+    obj = manifest("TFJob", successPolicy="AllWorkers", enableDynamicWorker=True)
+    worker = obj["spec"]["tfReplicaSpecs"]["Worker"]["template"]
+    worker["metadata"] = {"creationTimestamp": None, "labels": {"team": "a"}}
+    worker["spec"]["topologySpreadConstraints"] = [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+    ]
+    worker["spec"]["aFieldFromTheFuture"] = {"nested": [1, "two", None, {"x": True}]}
+    worker["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "500m", "memory": 1024}}
+    obj["metadata"]["managedFields"] = [{"manager": "kubectl"}]
+    original = copy.deepcopy(obj)
+    assert wire.dump_job(wire.parse_job(obj)) == original
+
+
+def test_status_round_trips_with_kubernetes_time_format() -> None:
+    obj = manifest("PyTorchJob")
+    obj["status"] = {
+        "conditions": [
+            {
+                "type": "Created",
+                "status": "True",
+                "reason": "PyTorchJobCreated",
+                "message": "PyTorchJob job is created.",
+                "lastUpdateTime": "2026-11-21T10:00:00Z",
+                "lastTransitionTime": "2026-11-21T10:00:00Z",
+            }
+        ],
+        "replicaStatuses": {"Worker": {"active": 2, "selector": "a=b"}},
+        "startTime": "2026-11-21T10:00:01Z",
+    }
+    assert wire.dump_job(wire.parse_job(obj)) == obj
+
+
+def test_kind_fields_are_reachable_through_the_generic_spec() -> None:
+    job = wire.parse_job(manifest("TFJob", successPolicy="AllWorkers"))
+    assert isinstance(job.spec, TFJobSpec)
+    assert job.spec.success_policy == "AllWorkers"
+    assert job.spec.replica_specs["Chief"].replicas == 1
+
+
+def test_multi_document_yaml_yields_every_job() -> None:
+    text = "---\n" + "\n---\n".join(["apiVersion: kubeflow.org/v1\nkind: JAXJob"] * 2) + "\n---\n"
+    assert len(wire.parse_documents(text, source="two.yaml")) == 2
+
+
+def _with(kind: str, path: list[str | int], value: Any) -> dict[str, Any]:
+    obj = manifest(kind)
+    target: Any = obj
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return obj
+
+
+def _without(kind: str, path: list[str]) -> dict[str, Any]:
+    obj = manifest(kind)
+    target: Any = obj
+    for key in path[:-1]:
+        target = target[key]
+    del target[path[-1]]
+    return obj
+
+
+W = ["spec", "pytorchReplicaSpecs", "Worker"]
+C0 = [*W, "template", "spec", "containers", 0]
+
+# (case id, object, substring the error must contain)
+INVALID_OBJECTS: list[tuple[str, Any, str]] = [
+    ("not a mapping", ["a", "b"], "expected a mapping"),
+    ("missing apiVersion", _without("TFJob", ["apiVersion"]), "apiVersion"),
+    ("wrong apiVersion", _with("TFJob", ["apiVersion"], "kubeflow.org/v2"), "apiVersion"),
+    ("missing kind", _without("TFJob", ["kind"]), "kind: Required"),
+    ("unknown kind", _with("TFJob", ["kind"], "SparkJob"), "kind: NotSupported"),
+    ("wrong-case kind", _with("TFJob", ["kind"], "tfjob"), "did you mean 'TFJob'"),
+    ("missing spec", _without("TFJob", ["spec"]), "spec: Required"),
+    ("spec not a mapping", _with("TFJob", ["spec"], "x"), "spec: Invalid"),
+    ("missing replica specs", _without("TFJob", ["spec", "tfReplicaSpecs"]), "spec.tfReplicaSpecs"),
+    ("replica specs as a list", _with("TFJob", ["spec", "tfReplicaSpecs"], []), "tfReplicaSpecs"),
+    ("replicas as a string", _with("PyTorchJob", [*W, "replicas"], "2"), "[Worker].replicas"),
+    ("replicas as a float", _with("PyTorchJob", [*W, "replicas"], 1.5), "[Worker].replicas"),
+    ("replicas beyond int32", _with("PyTorchJob", [*W, "replicas"], 2**31), "[Worker].replicas"),
+    ("bad restartPolicy", _with("PyTorchJob", [*W, "restartPolicy"], "Sometimes"), "restartPolicy"),
+    ("template as a string", _with("PyTorchJob", [*W, "template"], "pod"), "[Worker].template"),
+    ("unknown replica field", _with("PyTorchJob", [*W, "replica"], 2), "[Worker].replica: Forb"),
+    ("negative replicas", _with("PyTorchJob", [*W, "replicas"], -2), "[Worker].replicas"),
+    ("missing image", _without("PyTorchJob", [*C0, "image"]), "containers[0].image"),
+    (
+        "missing container",
+        _with("PyTorchJob", [*W, "template", "spec", "containers"], []),
+        "contai",
+    ),
+    ("container is a string", _with("PyTorchJob", [*C0[:-1]], ["img"]), "containers[0]"),
+    ("command is a string", _with("PyTorchJob", [*C0, "command"], "python"), "command"),
+    (
+        "bad cleanPodPolicy",
+        _with("JAXJob", ["spec", "runPolicy"], {"cleanPodPolicy": "Some"}),
+        "cle",
+    ),
+    (
+        "typo in runPolicy",
+        _with("JAXJob", ["spec", "runPolicy"], {"backofLimit": 1}),
+        "backofLimit",
+    ),
+    ("suspend as a string", _with("JAXJob", ["spec", "runPolicy"], {"suspend": "yes"}), "suspend"),
+    (
+        "minResources of a bool",
+        _with(
+            "JAXJob", ["spec", "runPolicy"], {"schedulingPolicy": {"minResources": {"cpu": True}}}
+        ),
+        "minResources[cpu]",
+    ),
+    (
+        "label value not a string",
+        _with("XGBoostJob", ["metadata", "labels"], {"a": 1}),
+        "labels[a]",
+    ),
+    ("name too long for pods", _with("XGBoostJob", ["metadata", "name"], "x" * 60), "TooLong"),
+    ("name with capitals", _with("XGBoostJob", ["metadata", "name"], "Job"), "metadata.name"),
+    ("MX without jobMode", _without("MXJob", ["spec", "jobMode"]), "spec.jobMode: Required"),
+    ("MX with bad jobMode", _with("MXJob", ["spec", "jobMode"], "Train"), "spec.jobMode"),
+    (
+        "condition without type",
+        _with("PaddleJob", ["status"], {"conditions": [{"status": "True"}]}),
+        "status.conditions[0].type",
+    ),
+    ("bad time", _with("PaddleJob", ["status"], {"startTime": "yesterday"}), "status.startTime"),
+]
+
+
+@pytest.mark.parametrize(
+    ("obj", "needle"),
+    [case[1:] for case in INVALID_OBJECTS],
+    ids=[case[0] for case in INVALID_OBJECTS],
+)
+def test_invalid_manifest_gets_an_error_naming_the_field(obj: Any, needle: str) -> None:
+    with pytest.raises(TrainopError) as caught:
+        wire.load_job(obj, source="job.yaml")
+    assert isinstance(caught.value, InvalidJobError | ManifestError)
+    assert needle in str(caught.value)
+    assert str(caught.value).startswith("job.yaml: ")
+
+
+INVALID_TEXTS: list[tuple[str, str, str]] = [
+    ("a YAML list", "- a\n- b\n", "document 1 is a list, expected a mapping"),
+    ("a YAML scalar", "just words\n", "document 1 is a str"),
+    ("broken YAML", "kind: [unclosed\n", "not valid YAML"),
+    ("tabs", "kind: TFJob\n\tspec: {}\n", "not valid YAML"),
+    ("second document bad", "kind: TFJob\n---\n- x\n", "document 2 is a list"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [case[1:] for case in INVALID_TEXTS],
+    ids=[case[0] for case in INVALID_TEXTS],
+)
+def test_bad_yaml_gets_a_manifest_error_naming_the_file(text: str, needle: str) -> None:
+    with pytest.raises(ManifestError, match=r"^bad\.yaml: ") as caught:
+        wire.parse_documents(text, source="bad.yaml")
+    assert needle in str(caught.value)
+
+
+def test_the_sweep_is_large_enough() -> None:
+    assert len(INVALID_OBJECTS) + len(INVALID_TEXTS) >= 25
+
+
+def test_field_errors_are_structured_for_webhooks() -> None:
+    text = textwrap.dedent(
+        """
+        apiVersion: kubeflow.org/v1
+        kind: PyTorchJob
+        metadata: {name: p}
+        spec:
+          pytorchReplicaSpecs:
+            Master: {replicas: 2, template: {spec: {containers: [{name: pytorch, image: i}]}}}
+        """
+    )
+    [obj] = wire.parse_documents(text)
+    with pytest.raises(InvalidJobError) as caught:
+        wire.load_job(obj)
+    [error] = caught.value.errors
+    assert (error.path, error.type, error.detail) == (
+        "spec.pytorchReplicaSpecs[Master].replicas",
+        "Forbidden",
+        "must be 1",
+    )
