@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import kubernetes_validate
 import pytest
 import yaml
 
@@ -61,6 +62,16 @@ def test_crd_names_scope_and_version(info: kinds.KindInfo, built: dict[str, Any]
     columns = [c["name"] for c in version["additionalPrinterColumns"]]
     assert columns == (["Age", "State"] if info.kind == "MPIJob" else ["State", "Age"])
     assert version["subresources"]["status"] == {}
+
+
+@pytest.mark.parametrize("info", kinds.KINDS, ids=lambda i: i.kind)
+def test_crd_is_a_valid_custom_resource_definition(
+    info: kinds.KindInfo, built: dict[str, Any]
+) -> None:
+    # Strict: an unknown key anywhere in the schema (a typo, a JSON-Schema-only keyword that
+    # JSONSchemaProps lacks) fails here, as it would fail `kubectl apply --validate=strict`.
+    version = crds.k8s_schema.KUBERNETES_VERSION.lstrip("v")
+    kubernetes_validate.validate(built[info.kind], version, strict=True)
 
 
 @pytest.mark.parametrize("info", kinds.KINDS, ids=lambda i: i.kind)
