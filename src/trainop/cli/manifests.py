@@ -33,7 +33,10 @@ def load_definitions() -> dict[str, Any]:
     package = Path(kubernetes_validate.__file__).parent
     version = k8s_schema.KUBERNETES_VERSION
     path = package / "kubernetes-json-schema" / f"{version}-local" / "_definitions.json"
-    definitions: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))["$defs"]
+    try:
+        definitions: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))["$defs"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise click.ClickException(f"cannot load Kubernetes schemas from {path}: {exc}") from exc
     return definitions
 
 

@@ -77,3 +77,14 @@ def test_missing_file_is_one_line(tmp_path: Path) -> None:
     assert code == 1
     assert output.strip().count("\n") == 0
     assert "cannot read" in output
+
+
+def test_generate_check_lists_stale_files_then_generate_fixes_them(tmp_path: Path) -> None:
+    code, output = _run("manifests", "generate", "--check", "--root", str(tmp_path))
+    assert code == 1
+    assert "stale: manifests/crds/tfjobs.yaml" in output
+    assert "stale: docs/api-reference.md" in output
+    code, _ = _run("manifests", "generate", "--root", str(tmp_path))
+    assert code == 0
+    code, output = _run("manifests", "generate", "--check", "--root", str(tmp_path))
+    assert (code, output) == (0, "")
