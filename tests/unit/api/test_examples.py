@@ -1,0 +1,32 @@
+"""Every example manifest parses, defaults and validates; every kind has at least one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trainop.api import kinds, manifest
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = sorted((ROOT / "examples").glob("*/*.yaml"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_example_loads(path: Path) -> None:
+    documents = manifest.parse_documents(path.read_text(), source=str(path))
+    assert documents
+    for document in documents:
+        job = manifest.load_job(document, source=str(path))
+        for replica in job.spec.replica_specs.values():
+            for container in replica.template["spec"]["containers"]:
+                assert container.get("command"), f"{path}: every container states its command"
+
+
+def test_every_kind_has_an_example() -> None:
+    covered = {
+        document["kind"]
+        for path in EXAMPLES
+        for document in manifest.parse_documents(path.read_text())
+    }
+    assert covered == {info.kind for info in kinds.KINDS}
