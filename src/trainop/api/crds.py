@@ -30,9 +30,6 @@ from trainop.api.types import API_GROUP
 VERSION = "v1"
 QUEUE_IMMUTABLE_MESSAGE = "spec.runPolicy.schedulingPolicy.queue is immutable"
 
-# Upstream's MPIJob CRD lists the Age column before State (spec 12.2); kept for parity.
-_AGE_FIRST_PLURALS = frozenset({"mpijobs"})
-
 _STATE_COLUMN = {"jsonPath": ".status.conditions[-1:].type", "name": "State", "type": "string"}
 _AGE_COLUMN = {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"}
 _INT32_BOUNDS = {"minimum": -(2**31), "maximum": fields.INT32_MAX}
@@ -75,7 +72,7 @@ def job_schema(info: KindInfo, *, definitions: Mapping[str, Any]) -> dict[str, A
 
 def _version(info: KindInfo, *, definitions: Mapping[str, Any]) -> dict[str, Any]:
     columns = [_STATE_COLUMN, _AGE_COLUMN]
-    if info.plural in _AGE_FIRST_PLURALS:
+    if info.age_column_first:
         columns.reverse()
     subresources: dict[str, Any] = {"status": {}}
     if info.has_scale:

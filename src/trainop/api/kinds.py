@@ -45,6 +45,8 @@ class KindInfo:
     requires_default_container: bool = True
     # Whether the CRD has a scale subresource over the Worker replicas.
     has_scale: bool = False
+    # Whether the CRD lists the Age printer column before State (upstream's MPIJob does).
+    age_column_first: bool = False
 
     @property
     def singular(self) -> str:
@@ -119,6 +121,7 @@ MPIJOB = KindInfo(
     single_replica_types=("Launcher",),
     inserts_default_port=False,
     requires_default_container=False,
+    age_column_first=True,
 )
 PADDLEJOB = KindInfo(
     kind="PaddleJob",

@@ -32,12 +32,20 @@ def parse_documents(text: str, *, source: str = "<input>") -> list[dict[str, Any
     try:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
-        raise ManifestError(f"{source}: not valid YAML: {exc}") from exc
+        raise ManifestError(f"{source}: not valid YAML: {_yaml_problem(exc)}") from exc
     for number, document in enumerate(documents, start=1):
         if not isinstance(document, dict):
             kind = type(document).__name__
             raise ManifestError(f"{source}: document {number} is a {kind}, expected a mapping")
     return documents
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line: what is wrong and where (PyYAML's own message spans several lines)."""
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    mark = getattr(exc, "problem_mark", None)
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    return f"{problem}{where}"
 
 
 def parse_job(obj: object, *, source: str | None = None) -> Job:

@@ -180,6 +180,12 @@ def test_bad_yaml_gets_a_manifest_error_naming_the_file(text: str, needle: str) 
     with pytest.raises(ManifestError, match=r"^bad\.yaml: ") as caught:
         wire.parse_documents(text, source="bad.yaml")
     assert needle in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_yaml_errors_say_where() -> None:
+    with pytest.raises(ManifestError, match=r"\(line 3, column 1\)$"):
+        wire.parse_documents("kind: a\nspec: [unclosed\n", source="x.yaml")
 
 
 def test_the_sweep_is_large_enough() -> None:
