@@ -41,7 +41,7 @@ class _Watcher:
     resource_key: str
     namespace: str | None
     selector: selectors.Selector
-    queue: asyncio.Queue[WatchEvent]
+    queue: asyncio.Queue[WatchEvent | None]
 
 
 class FakeClient:
@@ -63,6 +63,11 @@ class FakeClient:
         """Make the next ``times`` calls of ``verb`` (on ``resource``, if given) raise ``error``."""
         plural = resource.plural if resource else None
         self._faults.append(_Fault(verb, plural, error, times))
+
+    def disconnect(self) -> None:
+        """End every open watch, as a server-side timeout or a dropped connection does."""
+        for watcher in self._watchers:
+            watcher.queue.put_nowait(None)
 
     def compact(self) -> None:
         """Forget the watch history, so resuming from any older version gets 410 Gone."""
@@ -191,12 +196,12 @@ class FakeClient:
         watcher = _Watcher(
             _rkey(resource), namespace, selectors.parse(label_selector), asyncio.Queue()
         )
-        for event in self._replay(watcher, resource_version):
-            watcher.queue.put_nowait(event)
+        for replayed in self._replay(watcher, resource_version):
+            watcher.queue.put_nowait(replayed)
         self._watchers.append(watcher)
         try:
-            while True:
-                yield await watcher.queue.get()
+            while (event := await watcher.queue.get()) is not None:
+                yield event
         finally:
             self._watchers.remove(watcher)
 
