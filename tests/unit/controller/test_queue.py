@@ -1,0 +1,84 @@
+"""The work queue: de-duplication, one reconcile per key at a time, delays and backoff."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from trainop.controller.clock import FakeClock
+from trainop.controller.queue import ShutDownError, WorkQueue
+
+
+def run(body: Callable[[WorkQueue, FakeClock], Awaitable[None]]) -> None:
+    async def main() -> None:
+        clock = FakeClock()
+        await body(WorkQueue(clock=clock, base_delay=1.0, max_delay=10.0), clock)
+
+    asyncio.run(main())
+
+
+def test_a_key_added_many_times_is_queued_once() -> None:
+    async def body(queue: WorkQueue, clock: FakeClock) -> None:
+        for _ in range(5):
+            queue.add("ns/a")
+        queue.add("ns/b")
+        assert queue.depth == 2
+        assert [await queue.get(), await queue.get()] == ["ns/a", "ns/b"]
+
+    run(body)
+
+
+def test_a_key_in_progress_is_not_handed_out_again_until_done() -> None:
+    async def body(queue: WorkQueue, clock: FakeClock) -> None:
+        queue.add("ns/a")
+        key = await queue.get()
+        queue.add("ns/a")  # an event arrives while reconciling
+        assert queue.depth == 0
+        queue.done(key)
+        assert queue.depth == 1
+        assert await queue.get() == "ns/a"
+
+    run(body)
+
+
+def test_add_after_waits_for_the_clock_and_the_earliest_deadline_wins() -> None:
+    async def body(queue: WorkQueue, clock: FakeClock) -> None:
+        queue.add_after("ns/a", 30)
+        queue.add_after("ns/a", 10)
+        queue.add_after("ns/a", 20)
+        clock.advance(9.9)
+        assert queue.depth == 0
+        clock.advance(0.1)
+        assert queue.depth == 1
+        assert clock.pending == 0  # the 20 s timer was never set; the 30 s one was cancelled
+        clock.advance(100)
+        assert queue.depth == 1
+
+    run(body)
+
+
+def test_rate_limited_adds_back_off_exponentially_up_to_the_cap_and_forget_resets() -> None:
+    async def body(queue: WorkQueue, clock: FakeClock) -> None:
+        delays = []
+        for _ in range(6):
+            delays.append(queue.add_rate_limited("ns/a"))
+            clock.advance(delays[-1])
+            queue.done(await queue.get())
+        assert delays == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+        queue.forget("ns/a")
+        assert queue.add_rate_limited("ns/a") == 1.0
+
+    run(body)
+
+
+def test_shut_down_wakes_waiting_workers() -> None:
+    async def body(queue: WorkQueue, clock: FakeClock) -> None:
+        waiter = asyncio.ensure_future(queue.get())
+        await asyncio.sleep(0)
+        queue.shut_down()
+        with pytest.raises(ShutDownError):
+            await asyncio.wait_for(waiter, 5)
+
+    run(body)
