@@ -20,7 +20,7 @@ from trainop.api.types import JobStatus
 Wire = dict[str, Any]
 EventType = Literal["Normal", "Warning"]
 # How upstream's event messages name an object kind; other kinds keep their Kind spelling.
-_NOUNS = {"Pod": "pod", "Service": "service"}
+_NOUNS = {"Pod": "pod", "Service": "service", "Job": "job"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,7 @@ def _event(verb: str, kind: str, name: str, error: str | None) -> Event:
     if error is not None:
         gerund = f"{verb.lower()[:-1]}ing"
         return Event("Warning", f"Failed{verb}{kind}", f"Error {gerund}: {error}")
-    message = f"{verb}d {_NOUNS.get(kind, kind.lower() if kind == 'Job' else kind)}: {name}"
+    message = f"{verb}d {_NOUNS.get(kind, kind)}: {name}"
     return Event("Normal", f"Successful{verb}{kind}", message)
 
 
