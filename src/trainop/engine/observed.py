@@ -1,0 +1,102 @@
+"""The observed world of one job, as raw dicts, and the slim views the engine reasons on.
+
+``Observed`` holds what a Kubernetes client returned for the job's own objects: pods, services,
+its PodGroup and the extra objects plugins ask for (HPA, ConfigMap, RBAC). ``pod_views`` projects
+pods onto ``PodView``: replica (type in spec-key casing, index), phase, whether it is terminating,
+the default container's exit code and the total container restart count.
+
+Invariants: input dicts are only read, never mutated; pods whose labels do not map to a replica
+of the job are ignored (as upstream ignores unparsable indexes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from trainop.api.types import Job
+from trainop.engine import naming
+from trainop.frameworks.base import Framework, PodOutcome, Replica
+
+Raw = Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """The job's children as read from the API (or a cache)."""
+
+    pods: tuple[Raw, ...] = ()
+    services: tuple[Raw, ...] = ()
+    pod_group: Raw | None = None
+    objects: tuple[Raw, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PodView:
+    """What the engine needs to know about one observed pod."""
+
+    name: str
+    replica: Replica
+    phase: str
+    terminating: bool
+    exit_code: int | None
+    restarts: int
+
+    @property
+    def outcome(self) -> PodOutcome:
+        return PodOutcome(replica=self.replica, phase=self.phase, exit_code=self.exit_code)
+
+
+def name_of(obj: Raw) -> str:
+    """``metadata.name`` of a raw object ("" when absent)."""
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _replica(pod: Raw, job: Job, framework: Framework) -> Replica | None:
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    by_label = {rt.lower(): rt for rt in job.spec.replica_specs}
+    replica_type = by_label.get(str(labels.get(naming.REPLICA_TYPE_LABEL, "")))
+    if replica_type is None:
+        return None
+    if replica_type in framework.unindexed_types:
+        return Replica(replica_type, None)
+    index = str(labels.get(naming.REPLICA_INDEX_LABEL, ""))
+    return Replica(replica_type, int(index)) if index.isdigit() else None
+
+
+def _exit_code(status: Raw, container: str) -> int | None:
+    for entry in status.get("containerStatuses") or []:
+        terminated = (entry.get("state") or {}).get("terminated")
+        if entry.get("name") == container and terminated:
+            return int(terminated.get("exitCode", 0))
+    return None
+
+
+def _restarts(status: Raw) -> int:
+    entries = [
+        *(status.get("containerStatuses") or []),
+        *(status.get("initContainerStatuses") or []),
+    ]
+    return sum(int(entry.get("restartCount") or 0) for entry in entries)
+
+
+def pod_views(observed: Observed, job: Job, framework: Framework) -> tuple[PodView, ...]:
+    """Views of the observed pods that belong to a replica of ``job``, sorted by name."""
+    views = []
+    for pod in observed.pods:
+        replica = _replica(pod, job, framework)
+        if replica is None:
+            continue
+        status = pod.get("status") or {}
+        views.append(
+            PodView(
+                name=name_of(pod),
+                replica=replica,
+                phase=str(status.get("phase") or "Pending"),
+                terminating=bool((pod.get("metadata") or {}).get("deletionTimestamp")),
+                exit_code=_exit_code(status, framework.info.default_container),
+                restarts=_restarts(status),
+            )
+        )
+    return tuple(sorted(views, key=lambda view: view.name))

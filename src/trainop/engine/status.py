@@ -1,0 +1,146 @@
+"""Replica counts and the framework's success/failure rules (spec 6, 4.5).
+
+``tally`` counts, per replica type, the pods of indexes below ``replicas`` as the plan leaves
+them (pods the plan deletes are no longer active): active (Running), succeeded, failed, and of
+the failed ones those being restarted (``retrying``) and those that fail the job (``permanent``:
+``Never``, or ``ExitCode`` below 128). ``conditions_for`` applies one rule for every kind,
+parametrised by the plugin: restarts in flight → Restarting, else the primary type running →
+Running; the primary type all succeeded (or the plugin's ``succeeded`` rule) → Succeeded;
+otherwise a permanent failure of a type the plugin does not tolerate → Failed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from trainop.api.types import FAILED, RESTARTING, RUNNING, SUCCEEDED, Job, ReplicaStatus
+from trainop.engine import conditions, naming, policies
+from trainop.engine.actions import Event
+from trainop.engine.observed import PodView
+from trainop.frameworks.base import Framework, Messages, replicas_of
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """Pod counts of one replica type."""
+
+    active: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    retrying: int = 0
+    permanent: int = 0
+
+
+def _count(tally: Tally, pod: PodView, policy: str, deleted: bool) -> Tally:
+    if pod.phase == "Running" and not (pod.terminating or deleted):
+        return replace(tally, active=tally.active + 1)
+    if pod.phase == "Succeeded":
+        return replace(tally, succeeded=tally.succeeded + 1)
+    if pod.phase != "Failed":
+        return tally
+    retry = policies.is_retryable(policy, pod.exit_code)
+    return replace(
+        tally,
+        failed=tally.failed + 1,
+        retrying=tally.retrying + retry,
+        permanent=tally.permanent + (not retry),
+    )
+
+
+def tally(job: Job, pods: tuple[PodView, ...], deleted: frozenset[str]) -> dict[str, Tally]:
+    """Counts per replica type (every type of the spec, in spec order)."""
+    result = {rt: Tally() for rt in job.spec.replica_specs}
+    for pod in pods:
+        spec = job.spec.replica_specs[pod.replica.type]
+        if pod.replica.position >= replicas_of(job, pod.replica.type):
+            continue
+        policy = spec.restart_policy or "Never"
+        result[pod.replica.type] = _count(
+            result[pod.replica.type], pod, policy, pod.name in deleted
+        )
+    return result
+
+
+def replica_statuses(
+    job: Job, framework: Framework, tallies: dict[str, Tally]
+) -> dict[str, ReplicaStatus]:
+    """``status.replicaStatuses``: zero counts omitted; selector for kinds with /scale."""
+    result = {}
+    for rt, counts in tallies.items():
+        fields = {"active": counts.active, "succeeded": counts.succeeded, "failed": counts.failed}
+        update = {key: value for key, value in fields.items() if value}
+        if framework.info.has_scale:
+            update["selector"] = naming.selector(job, framework, rt)  # type: ignore[assignment]
+        result[rt] = ReplicaStatus.model_validate(update)
+    return result
+
+
+def _messages(framework: Framework, primary: str | None) -> tuple[str, str]:
+    messages: Messages = framework.messages
+    if primary == "Worker":
+        return messages.worker_running, messages.worker_succeeded
+    return messages.running, messages.succeeded
+
+
+def _has_succeeded(
+    job: Job,
+    framework: Framework,
+    primary: str | None,
+    tallies: dict[str, Tally],
+    pods: tuple[PodView, ...],
+) -> bool:
+    if primary is not None and replicas_of(job, primary) - tallies[primary].succeeded <= 0:
+        return True
+    rule = framework.succeeded
+    return rule is not None and rule(job=job, pods=tuple(p.outcome for p in pods))
+
+
+def conditions_for(
+    job: Job,
+    framework: Framework,
+    tallies: dict[str, Tally],
+    pods: tuple[PodView, ...],
+    current: conditions.Conditions,
+    now: datetime,
+) -> tuple[conditions.Conditions, tuple[Event, ...]]:
+    """The job's conditions after this reconcile, and the transition events."""
+    primary = framework.primary_type(job)
+    running, succeeded = _messages(framework, primary)
+    words = {"kind": framework.kind, "name": job.metadata.name, "namespace": job.metadata.namespace}
+    found: list[tuple[str, str]] = []
+    retrying = [(rt, t.retrying) for rt, t in tallies.items() if t.retrying]
+    if retrying:
+        text = framework.messages.restarting.format(
+            **words, rtype=retrying[0][0], count=retrying[0][1]
+        )
+        found.append((RESTARTING, text))
+    elif primary is not None and tallies[primary].active > 0:
+        found.append((RUNNING, running.format(**words)))
+    if _has_succeeded(job, framework, primary, tallies, pods):
+        found.append((SUCCEEDED, succeeded.format(**words)))
+    else:
+        found += _failures(job, framework, tallies, words)
+    events: tuple[Event, ...] = ()
+    for condition_type, message in found:
+        reason = f"{framework.kind}{condition_type}"
+        current, new_events = conditions.set_condition(
+            current, type=condition_type, reason=reason, message=message, now=now
+        )
+        events += new_events
+    return current, events
+
+
+def _failures(
+    job: Job, framework: Framework, tallies: dict[str, Tally], words: dict[str, str | None]
+) -> list[tuple[str, str]]:
+    tolerated = framework.tolerates_failure
+    for rt, counts in tallies.items():
+        if counts.permanent and not (tolerated and tolerated(job=job, replica_type=rt)):
+            return [
+                (
+                    FAILED,
+                    framework.messages.failed.format(**words, rtype=rt, count=counts.permanent),
+                )
+            ]
+    return []

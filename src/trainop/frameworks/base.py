@@ -1,0 +1,201 @@
+"""What a framework plugin is: a frozen spec plus small capability protocols.
+
+A ``Framework`` references the API layer's ``KindInfo`` (never restating its names, ports or
+defaults) and adds behaviour: the ordered ``primary`` replica-type preference (which type drives
+Running/Succeeded and carries ``job-role: master``; it replaces upstream's ``IsMasterRole``),
+an ``env`` rule, and optional capabilities: ``succeeded`` (an extra success rule),
+``tolerates_failure``, ``validate``, ``extra_objects`` (MPI ConfigMap, elastic HPA) and
+``decorate_pod`` (init containers, volumes). The engine (``trainop.engine``) does everything
+else once for every kind.
+
+Invariants: plugins are pure functions of their arguments; they never mutate a mapping they are
+given and never do I/O. Neighbours: ``topology`` (addresses), ``registry`` (kind → plugin).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping as AbstractMapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from trainop.api import validation
+from trainop.api.kinds import KindInfo
+from trainop.api.types import Job
+from trainop.frameworks.topology import Topology, replica_name
+
+Wire = dict[str, Any]
+EnvTarget = Literal["all", "default", "first"]
+
+
+@dataclass(frozen=True, slots=True)
+class Replica:
+    """One replica of a job: its type (spec map key casing) and index (None: unindexed)."""
+
+    type: str
+    index: int | None
+
+    @property
+    def position(self) -> int:
+        return self.index or 0
+
+
+@dataclass(frozen=True, slots=True)
+class EnvVar:
+    """One container environment variable: a literal value or a pod field reference."""
+
+    name: str
+    value: str = ""
+    field_path: str | None = None
+
+    def to_wire(self) -> Wire:
+        if self.field_path is not None:
+            return {"name": self.name, "valueFrom": {"fieldRef": {"fieldPath": self.field_path}}}
+        return {"name": self.name, "value": self.value}
+
+
+@dataclass(frozen=True, slots=True)
+class FrameworkOptions:
+    """Operator-wide settings some plugins read (upstream command-line flags)."""
+
+    pytorch_init_container_image: str = "alpine:3.10"
+    pytorch_init_container_max_tries: int = 100
+    mpi_kubectl_delivery_image: str = "kubeflow/kubectl-delivery:latest"
+
+
+@dataclass(frozen=True, slots=True)
+class Messages:
+    """Condition message templates; fields: kind, name, namespace, count, rtype.
+
+    The ``worker_*`` forms are used when the driving replica type is ``Worker``.
+    """
+
+    running: str = "{kind} {name} is running."
+    succeeded: str = "{kind} {name} is successfully completed."
+    worker_running: str = "{kind} {namespace}/{name} is running."
+    worker_succeeded: str = "{kind} {namespace}/{name} successfully completed."
+    restarting: str = "{kind} {name} is restarting because {count} {rtype} replica(s) failed."
+    failed: str = "{kind} {name} is failed because {count} {rtype} replica(s) failed."
+
+
+@dataclass(frozen=True, slots=True)
+class PodOutcome:
+    """What a success rule may know about one observed pod."""
+
+    replica: Replica
+    phase: str
+    exit_code: int | None
+
+
+class EnvRule(Protocol):
+    def __call__(self, *, job: Job, replica: Replica, topology: Topology) -> tuple[EnvVar, ...]:
+        """Env vars appended to the replica's containers; peers addressed through ``topology``."""
+        ...
+
+
+class SuccessRule(Protocol):
+    def __call__(self, *, job: Job, pods: tuple[PodOutcome, ...]) -> bool:
+        """True when the job succeeded by a rule beyond "the primary type all succeeded"."""
+        ...
+
+
+class FailureTolerance(Protocol):
+    def __call__(self, *, job: Job, replica_type: str) -> bool:
+        """True when failed pods of ``replica_type`` do not fail the job."""
+        ...
+
+
+class Validator(Protocol):
+    def __call__(self, *, job: Job) -> tuple[str, ...]:
+        """Problems that stop the engine from acting on the (defaulted) job."""
+        ...
+
+
+class ExtraObjects(Protocol):
+    def __call__(
+        self, *, job: Job, running_pods: frozenset[str], options: FrameworkOptions
+    ) -> tuple[Wire, ...]:
+        """Objects besides pods and services the job needs (apiVersion, kind, metadata.name,
+        body). ``running_pods`` names the job's pods in phase Running."""
+        ...
+
+
+class PodDecorator(Protocol):
+    def __call__(self, *, job: Job, replica: Replica, pod: Wire, options: FrameworkOptions) -> Wire:
+        """A copy of ``pod`` with the framework's additions (init containers, volumes)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Framework:
+    """One framework plugin: API facts by reference, plus its behaviour."""
+
+    info: KindInfo
+    primary: tuple[str, ...]
+    env: EnvRule
+    env_containers: EnvTarget = "all"
+    messages: Messages = field(default_factory=Messages)
+    succeeded: SuccessRule | None = None
+    tolerates_failure: FailureTolerance | None = None
+    validate: Validator | None = None
+    extra_objects: ExtraObjects | None = None
+    decorate_pod: PodDecorator | None = None
+    creates_services: bool = True
+    # Replica types with a single, unindexed pod (MPI launcher: ``<job>-launcher``).
+    unindexed_types: tuple[str, ...] = ()
+    # Order in which replica types' pods are created (default: the kind's type order).
+    creation_order: tuple[str, ...] = ()
+    # Whether suspending the job deletes its extra objects (the elastic HPA) too.
+    deletes_extras_on_suspend: bool = False
+
+    @property
+    def kind(self) -> str:
+        return self.info.kind
+
+    def primary_type(self, job: Job) -> str | None:
+        """The replica type that drives Running/Succeeded: the first preference present."""
+        return next((rt for rt in self.primary if rt in job.spec.replica_specs), None)
+
+
+def replicas_of(job: Job, replica_type: str) -> int:
+    """Replica count of a type (0 when absent; defaults make it non-None otherwise)."""
+    spec = job.spec.replica_specs.get(replica_type)
+    if spec is None:
+        return 0
+    return 1 if spec.replicas is None else spec.replicas
+
+
+def total_replicas(job: Job) -> int:
+    """Sum of replicas over every replica type of the job."""
+    return sum(replicas_of(job, rt) for rt in job.spec.replica_specs)
+
+
+def containers_of(pod: AbstractMapping[str, Any], *, init: bool = False) -> list[Wire]:
+    """The (init) containers of a pod or template mapping; empty when absent or malformed."""
+    spec = pod.get("spec")
+    found = spec.get("initContainers" if init else "containers") if isinstance(spec, dict) else None
+    return [c for c in found if isinstance(c, dict)] if isinstance(found, list) else []
+
+
+def editable_copy(pod: Wire) -> Wire:
+    """A deep copy of ``pod`` with ``spec`` present, for decorators to change freely."""
+    result = copy.deepcopy(pod)
+    result.setdefault("spec", {})
+    return result
+
+
+def replica_name_of(job: Job, replica_type: str, index: int | None) -> str:
+    """The pod name of a replica of ``job`` (see ``topology.replica_name``)."""
+    return replica_name(job_name=job.metadata.name or "", replica_type=replica_type, index=index)
+
+
+def append_to(mapping: Wire, key: str, items: list[Any]) -> None:
+    """Append ``items`` to the list at ``mapping[key]`` (created when absent); for decorators
+    working on their own copy."""
+    mapping[key] = [*(mapping.get(key) or []), *items]
+
+
+def api_validation_errors(*, job: Job) -> tuple[str, ...]:
+    """A ``Validator`` that applies the API layer's rules, for kinds upstream validates in the
+    controller rather than in an admission webhook (MPIJob, spec 3.2)."""
+    return tuple(str(error) for error in validation.validate(job).errors)

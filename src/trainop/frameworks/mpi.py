@@ -1,0 +1,150 @@
+"""MPI (MPIJob, legacy kubectl-delivery design): launcher, idle workers, hostfile (spec 7.5).
+
+The launcher's first container gets the rsh-agent variables; workers run ``sleep 365d`` until
+``mpirun`` reaches them via ``kubexec.sh`` (``kubectl exec`` by pod name: no Services). Extra
+objects: ConfigMap ``<job>-config`` (``hostfile``, ``kubexec.sh``, ``discover_hosts.sh``) and the
+launcher's ServiceAccount, Role and RoleBinding. Only the launcher decides the outcome.
+"""
+
+from __future__ import annotations
+
+from trainop.api import kinds
+from trainop.api.types import Job
+from trainop.frameworks import base
+from trainop.frameworks.base import EnvVar, FrameworkOptions, Replica, Wire
+from trainop.frameworks.topology import Topology
+
+_CONFIG_VOLUME, _KUBECTL_VOLUME = "mpi-job-config", "mpi-job-kubectl"
+_CONFIG_MOUNT = {"name": _CONFIG_VOLUME, "mountPath": "/etc/mpi"}
+_KUBECTL_MOUNT = {"name": _KUBECTL_VOLUME, "mountPath": "/opt/kube"}
+
+
+_KUBEXEC = "#!/bin/sh\nset -x\nPOD_NAME=$1\nshift\n/opt/kube/kubectl exec ${{POD_NAME}}{} -- "
+_KUBEXEC += '/bin/sh -c "$*"\n'
+
+
+def _launcher_container(job: Job) -> Wire:
+    return (base.containers_of(job.spec.replica_specs["Launcher"].template) or [{}])[0]
+
+
+def _is_gpu_launcher(job: Job) -> bool:
+    return any(
+        "gpu" in key
+        for key in (_launcher_container(job).get("resources") or {}).get("limits") or {}
+    )
+
+
+def env(*, job: Job, replica: Replica, topology: Topology) -> tuple[EnvVar, ...]:
+    """The launcher's rsh-agent and hostfile settings; workers get nothing."""
+    del topology  # peers are reached by pod name through kubectl exec, not by address
+    if replica.type != "Launcher":
+        return ()
+    found = [
+        EnvVar("OMPI_MCA_plm_rsh_agent", "/etc/mpi/kubexec.sh"),
+        EnvVar("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"),
+    ]
+    if not _is_gpu_launcher(job):
+        found += [EnvVar("NVIDIA_VISIBLE_DEVICES"), EnvVar("NVIDIA_DRIVER_CAPABILITIES")]
+    user = {e.get("name") for e in _launcher_container(job).get("env") or []}
+    intel = {"I_MPI_HYDRA_BOOTSTRAP": "rsh", "I_MPI_HYDRA_BOOTSTRAP_EXEC": "/etc/mpi/kubexec.sh"}
+    found += [EnvVar(name, value) for name, value in intel.items() if name not in user]
+    return tuple(found)
+
+
+def _workers(job: Job) -> list[str]:
+    return [base.replica_name_of(job, "Worker", i) for i in range(base.replicas_of(job, "Worker"))]
+
+
+def _config_map(job: Job, running_pods: frozenset[str]) -> Wire:
+    slots = getattr(job.spec, "slots_per_worker", None) or 1
+    launcher = base.replica_name_of(job, "Launcher", None)
+    hosts = ([launcher] if _is_gpu_launcher(job) else []) + _workers(job)
+    running = hosts[: len(hosts) - len(_workers(job))] + sorted(running_pods & {*_workers(job)})
+    main = getattr(job.spec, "main_container", None)
+    data = {
+        "hostfile": "".join(f"{host} slots={slots}\n" for host in hosts),
+        "kubexec.sh": _KUBEXEC.format(f" --container {main}" if main else ""),
+        "discover_hosts.sh": "".join(["#!/bin/sh\n", *(f"echo {h}:{slots}\n" for h in running)]),
+    }
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(job, "config"), "data": data}
+
+
+def _meta(job: Job, suffix: str) -> Wire:
+    return {"name": f"{job.metadata.name}-{suffix}", "labels": {"app": job.metadata.name}}
+
+
+def _rbac(job: Job, account: str) -> list[Wire]:
+    role = f"{job.metadata.name}-launcher"
+    rules = [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]}
+        | {"resourceNames": _workers(job)},
+    ]
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": job.metadata.namespace}
+    ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role}
+    head = {"apiVersion": "rbac.authorization.k8s.io/v1", "metadata": _meta(job, "launcher")}
+    return [
+        {**head, "kind": "Role", "rules": rules},
+        {**head, "kind": "RoleBinding", "subjects": [subject], "roleRef": ref},
+    ]
+
+
+def extra_objects(
+    *, job: Job, running_pods: frozenset[str], options: FrameworkOptions
+) -> tuple[Wire, ...]:
+    """ConfigMap, and the launcher's ServiceAccount (unless the template names one), Role and
+    RoleBinding restricted to this job's worker pods."""
+    template = job.spec.replica_specs["Launcher"].template.get("spec") or {}
+    own = f"{job.metadata.name}-launcher"
+    account = template.get("serviceAccountName") or own
+    mine = [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(job, "launcher")}]
+    return (*(mine if account == own else []), _config_map(job, running_pods), *_rbac(job, account))
+
+
+def decorate_pod(*, job: Job, replica: Replica, pod: Wire, options: FrameworkOptions) -> Wire:
+    """Workers idle with ``sleep 365d``; the launcher gets kubectl delivery and the config."""
+    result = base.editable_copy(pod)
+    spec, first = result["spec"], (base.containers_of(result) or [{}])[0]
+    items = {"kubexec.sh": 0o555}
+    if replica.type == "Launcher":
+        items |= {"hostfile": 0o444, "discover_hosts.sh": 0o555}
+        spec.setdefault("serviceAccountName", f"{job.metadata.name}-launcher")
+        base.append_to(spec, "initContainers", [_delivery(job, options)])
+        base.append_to(spec, "volumes", [{"name": _KUBECTL_VOLUME, "emptyDir": {}}])
+        base.append_to(first, "volumeMounts", [_KUBECTL_MOUNT])
+    elif not first.get("command"):
+        first["command"], first["args"] = ["sleep"], ["365d"]
+    base.append_to(first, "volumeMounts", [_CONFIG_MOUNT])
+    keys = [{"key": key, "path": key, "mode": mode} for key, mode in items.items()]
+    config = {"name": f"{job.metadata.name}-config", "items": keys}
+    base.append_to(spec, "volumes", [{"name": _CONFIG_VOLUME, "configMap": config}])
+    return result
+
+
+def _delivery(job: Job, options: FrameworkOptions) -> Wire:
+    resources = {"cpu": "100m", "memory": "512Mi", "ephemeral-storage": "5Gi"}
+    return {
+        "name": "kubectl-delivery",
+        "image": options.mpi_kubectl_delivery_image,
+        "imagePullPolicy": "IfNotPresent",
+        "env": [
+            EnvVar("TARGET_DIR", "/opt/kube").to_wire(),
+            EnvVar("NAMESPACE", job.metadata.namespace or "").to_wire(),
+        ],
+        "volumeMounts": [_KUBECTL_MOUNT, _CONFIG_MOUNT],
+        "resources": {"limits": dict(resources), "requests": dict(resources)},
+    }
+
+
+FRAMEWORK = base.Framework(
+    info=kinds.MPIJOB,
+    primary=("Launcher",),
+    env=env,
+    env_containers="first",
+    validate=base.api_validation_errors,
+    extra_objects=extra_objects,
+    decorate_pod=decorate_pod,
+    creates_services=False,
+    unindexed_types=("Launcher",),
+    creation_order=("Worker", "Launcher"),
+)
