@@ -180,6 +180,13 @@ class JobStatus(WireModel):
     last_reconcile_time: Time | None = Field(
         None, description="Last reconcile while gang scheduling held pod creation back."
     )
+    restarts: Int32 | None = Field(
+        None,
+        description=(
+            "trainop extension: pod restarts the operator performed so far (with the container "
+            "restarts of the pods it replaced); counts toward runPolicy.backoffLimit."
+        ),
+    )
 
 
 class JobSpec(WireModel):

@@ -239,7 +239,7 @@ def _fail_by_policy(draft: _Draft, restarts: tuple[PodView, ...]) -> bool:
 def _record_restarts(draft: _Draft, restarts: tuple[PodView, ...]) -> None:
     if restarts:
         done = policies.recorded_restarts(draft.status) + sum(1 + pod.restarts for pod in restarts)
-        draft.update_status(**{policies.RESTARTS_KEY: done})
+        draft.update_status(restarts=done)
 
 
 def _sync_pod_group(draft: _Draft, scheduler: gang.GangScheduler) -> bool:

@@ -17,7 +17,6 @@ from trainop.api.types import JobStatus, RunPolicy
 from trainop.engine.observed import PodView
 
 RETRYABLE_EXIT_CODE = 128
-RESTARTS_KEY = "restarts"  # extra JobStatus field: operator-performed restarts so far
 
 
 def is_retryable(policy: str, exit_code: int | None) -> bool:
@@ -31,7 +30,7 @@ def is_retryable(policy: str, exit_code: int | None) -> bool:
 
 def recorded_restarts(status: JobStatus) -> int:
     """Operator-performed restarts recorded in the status so far."""
-    return int((status.model_extra or {}).get(RESTARTS_KEY, 0))
+    return status.restarts or 0
 
 
 def backoff_exceeded(run_policy: RunPolicy, *, restarts: int) -> bool:
