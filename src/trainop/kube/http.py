@@ -1,0 +1,222 @@
+"""``HttpClient``: the ``Client`` protocol over HTTP, for real and embedded API servers.
+
+lightkube does what it does well here — reading kubeconfig files and in-cluster service
+account configuration, authentication, TLS — and hands us a configured ``httpx2.AsyncClient``.
+On top of it this module sends plain REST calls and decodes JSON into dicts: no model classes
+on the hot path (DESIGN §12). Failures become ``trainop.errors`` through ``kube.status``, the one
+mapping; transport failures become ``UnreachableError``. Watches request bookmarks and surface
+410 (as an HTTP status or an ``ERROR`` event) as ``GoneError`` for the informer to relist.
+
+``on_request(verb, plural)`` is called for every request (the API-calls metric).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx2
+import yaml
+from lightkube.config import client_adapter
+from lightkube.config.kubeconfig import KubeConfig
+from lightkube.core.exceptions import ConfigError
+
+from trainop import errors
+from trainop.kube.client import JsonPatch, Obj, ObjectList, PatchType, WatchEvent
+from trainop.kube.resources import Resource
+from trainop.kube.status import error_from_status
+
+_PATCH_CONTENT_TYPES = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
+RequestHook = Callable[[str, str], None]
+
+
+def _ignore(verb: str, plural: str) -> None:
+    del verb, plural
+
+
+class HttpClient:
+    """A Kubernetes API client speaking JSON over an injected ``httpx2.AsyncClient``."""
+
+    def __init__(self, http: httpx2.AsyncClient, *, on_request: RequestHook = _ignore) -> None:
+        self._http = http
+        self._on_request = on_request
+
+    @classmethod
+    def from_kubeconfig(
+        cls,
+        *,
+        path: str | None = None,
+        context: str | None = None,
+        on_request: RequestHook = _ignore,
+    ) -> HttpClient:
+        """A client for ``path`` (else ``KUBECONFIG``, ``~/.kube/config`` or in-cluster)."""
+        try:
+            loaded = KubeConfig.from_file(path) if path else KubeConfig.from_env()
+            config = loaded.get(context_name=context)
+        except (ConfigError, OSError, ValueError, KeyError, yaml.YAMLError) as exc:
+            raise errors.UnreachableError(f"cannot load Kubernetes configuration: {exc}") from exc
+        if config is None:
+            raise errors.UnreachableError(f"no Kubernetes context {context!r} in the configuration")
+        params = client_adapter.ConnectionParams(timeout=httpx2.Timeout(30.0))
+        return cls(client_adapter.AsyncClient(config, params), on_request=on_request)
+
+    async def get(self, resource: Resource, *, name: str, namespace: str | None = None) -> Obj:
+        path = resource.path(namespace=namespace, name=name)
+        return await self._call("get", resource, "GET", path)
+
+    async def list(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str = "",
+        field_selector: str = "",
+        limit: int = 0,
+        continue_token: str = "",
+    ) -> ObjectList:
+        params = _params(
+            labelSelector=label_selector,
+            fieldSelector=field_selector,
+            limit=limit or "",
+            **{"continue": continue_token},
+        )
+        body = await self._call(
+            "list", resource, "GET", resource.path(namespace=namespace), params=params
+        )
+        meta = body.get("metadata", {})
+        return ObjectList(
+            body.get("items") or [], meta.get("resourceVersion", ""), meta.get("continue", "")
+        )
+
+    async def create(self, resource: Resource, obj: Obj, *, namespace: str | None = None) -> Obj:
+        namespace = namespace or obj.get("metadata", {}).get("namespace")
+        path = resource.path(namespace=namespace)
+        return await self._call("create", resource, "POST", path, body=obj)
+
+    async def patch(
+        self,
+        resource: Resource,
+        *,
+        name: str,
+        patch: Obj | JsonPatch,
+        namespace: str | None = None,
+        patch_type: PatchType = "merge",
+        subresource: str = "",
+    ) -> Obj:
+        path = resource.path(namespace=namespace, name=name, subresource=subresource)
+        headers = {"Content-Type": _PATCH_CONTENT_TYPES[patch_type]}
+        return await self._call("patch", resource, "PATCH", path, body=patch, headers=headers)
+
+    async def replace(
+        self, resource: Resource, obj: Obj, *, namespace: str | None = None, subresource: str = ""
+    ) -> Obj:
+        meta = obj["metadata"]
+        path = resource.path(
+            namespace=namespace or meta.get("namespace"), name=meta["name"], subresource=subresource
+        )
+        return await self._call("update", resource, "PUT", path, body=obj)
+
+    async def delete(
+        self,
+        resource: Resource,
+        *,
+        name: str,
+        namespace: str | None = None,
+        propagation_policy: str = "Background",
+        preconditions_uid: str = "",
+    ) -> None:
+        options: Obj = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        options["propagationPolicy"] = propagation_policy
+        if preconditions_uid:
+            options["preconditions"] = {"uid": preconditions_uid}
+        path = resource.path(namespace=namespace, name=name)
+        await self._call("delete", resource, "DELETE", path, body=options)
+
+    async def watch(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str = "",
+        resource_version: str = "",
+        timeout_seconds: int = 0,
+    ) -> AsyncIterator[WatchEvent]:
+        self._on_request("watch", resource.plural)
+        params = _params(
+            watch="true",
+            allowWatchBookmarks="true",
+            labelSelector=label_selector,
+            resourceVersion=resource_version,
+            timeoutSeconds=timeout_seconds or "",
+        )
+        what = f"watch {resource.plural}"
+        timeout = httpx2.Timeout(30.0, read=None)
+        request = self._http.build_request(
+            "GET", resource.path(namespace=namespace), params=params, timeout=timeout
+        )
+        try:
+            response = await self._http.send(request, stream=True)
+        except httpx2.TransportError as exc:
+            raise errors.UnreachableError(f"{what}: {exc}") from exc
+        try:
+            if response.status_code >= 400:
+                await response.aread()
+                raise error_from_status(response.status_code, _json(response.content), what=what)
+            async for line in response.aiter_lines():
+                if line.strip():
+                    yield _watch_event(json.loads(line), what=what)
+        except httpx2.TransportError as exc:
+            raise errors.UnreachableError(f"{what}: {exc}") from exc
+        finally:
+            await response.aclose()
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def _call(
+        self,
+        verb: str,
+        resource: Resource,
+        method: str,
+        path: str,
+        *,
+        body: object = None,
+        params: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Obj:
+        self._on_request(verb, resource.plural)
+        content = json.dumps(body).encode() if body is not None else None
+        all_headers = {"Content-Type": "application/json", **(headers or {})}
+        try:
+            response = await self._http.request(
+                method, path, content=content, params=params, headers=all_headers
+            )
+        except httpx2.TransportError as exc:
+            raise errors.UnreachableError(f"{verb} {resource.plural}: {exc}") from exc
+        decoded = _json(response.content)
+        if response.status_code >= 400:
+            raise error_from_status(response.status_code, decoded, what=f"{verb} {path}")
+        return decoded if isinstance(decoded, dict) else {}
+
+
+def _params(**values: object) -> dict[str, str]:
+    return {key: str(value) for key, value in values.items() if value not in ("", None)}
+
+
+def _json(content: bytes) -> Any:
+    try:
+        return json.loads(content) if content else None
+    except ValueError:
+        return {"message": content[:200].decode(errors="replace")}
+
+
+def _watch_event(raw: Any, *, what: str) -> WatchEvent:
+    if raw.get("type") == "ERROR":
+        status = raw.get("object") or {}
+        raise error_from_status(int(status.get("code", 500)), status, what=what)
+    return WatchEvent(raw["type"], raw["object"])
