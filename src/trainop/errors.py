@@ -8,6 +8,7 @@ chained with ``raise ... from exc`` so the cause is never lost::
     ├── ManifestError          a file or document could not be read as a job (YAML, not a mapping)
     ├── InvalidJobError        a job failed parsing, defaulting or validation; carries FieldErrors
     ├── UnknownKindError       a kind that is not one of the seven kubeflow.org/v1 job kinds
+    ├── TerminalError          a reconcile failed in a way no retry can fix (not requeued)
     └── ApiError               a Kubernetes API call failed (mapped once, in ``kube/``)
         ├── NotFoundError          404
         ├── AlreadyExistsError     409 AlreadyExists
@@ -34,6 +35,10 @@ class ManifestError(TrainopError):
 
 class UnknownKindError(TrainopError):
     """The object's kind/apiVersion is not one of the kubeflow.org/v1 job kinds."""
+
+
+class TerminalError(TrainopError):
+    """A reconcile failed in a way that retrying cannot fix; the key is not requeued."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,13 +56,44 @@ CRDS = Resource(
 )
 
 
+SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
+ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
+ROLEBINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
+
+_KNOWN = {
+    (r.api_version, r.kind): r
+    for r in (
+        PODS,
+        SERVICES,
+        CONFIGMAPS,
+        SECRETS,
+        EVENTS,
+        NAMESPACES,
+        LEASES,
+        HPAS,
+        VOLCANO_PODGROUPS,
+        COSCHEDULING_PODGROUPS,
+        CRDS,
+        SERVICEACCOUNTS,
+        ROLES,
+        ROLEBINDINGS,
+    )
+}
+
+
+def resource_for(*, api_version: str, kind: str) -> Resource:
+    """The resource of objects with this ``apiVersion`` and ``kind``.
+
+    Known kinds come from the table above; any other is assumed namespaced with the
+    conventional lower-case plural (``<kind>s``).
+    """
+    known = _KNOWN.get((api_version, kind))
+    if known is not None:
+        return known
+    group, _, version = api_version.rpartition("/")
+    return Resource(group, version, f"{kind.lower()}s", kind)
+
+
 def job_resource(info: KindInfo) -> Resource:
     """The resource of a kubeflow.org/v1 job kind."""
     return Resource("kubeflow.org", "v1", info.plural, info.kind)
-
-
-def resource_of(obj: dict[str, object], *, plural: str) -> Resource:
-    """The resource of a raw object, from its ``apiVersion`` and ``kind``."""
-    api_version = str(obj.get("apiVersion", "v1"))
-    group, _, version = api_version.rpartition("/")
-    return Resource(group, version, plural, str(obj.get("kind", "")))

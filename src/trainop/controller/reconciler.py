@@ -1,0 +1,143 @@
+"""Reconcile one job: cache → ``engine.plan`` → apply → status → result.
+
+The contract is controller-runtime's: a key in, a small ``Result`` out. Outcomes:
+- ``Result()`` — done; ``Result(requeue_after=...)`` — look again at that time (deadlines, TTL);
+- ``TerminalError`` — the job cannot be acted on (unparseable); recorded as an event, not retried;
+- any other exception — retried with the queue's backoff (the worker decides, ``manager``).
+
+Reads come from caches only (zero GET/LIST per reconcile). Creates carry deterministic names,
+so ``AlreadyExists`` after a crash or a stale cache is success, never a duplicate; ``NotFound`` on
+delete is success too. The status is written only when it changed, with the cached
+resourceVersion: a conflict fails the reconcile and the retry sees the newer object.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from datetime import timedelta
+
+from trainop import errors
+from trainop.api import manifest
+from trainop.api.kinds import KindInfo, kind_info
+from trainop.api.types import Job, JobStatus
+from trainop.controller.caches import OwnedObjects
+from trainop.controller.clock import Clock
+from trainop.controller.events import EventRecorder
+from trainop.engine import plan as engine
+from trainop.engine.actions import Action, Create, Delete, DeleteJob, Event, Update
+from trainop.frameworks.base import Framework
+from trainop.frameworks.topology import Topology
+from trainop.kube.client import Client, Obj
+from trainop.kube.informer import Informer
+from trainop.kube.resources import job_resource, resource_for
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What the worker does next with the key."""
+
+    requeue_after: timedelta | None = None
+
+
+class JobReconciler:
+    """Reconciles the jobs of one kind."""
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        jobs: Informer,
+        owned: OwnedObjects,
+        framework: Framework,
+        topology: Topology,
+        clock: Clock,
+        recorder: EventRecorder,
+        options: engine.EngineOptions | None = None,
+    ) -> None:
+        self._client = client
+        self._jobs = jobs
+        self._owned = owned
+        self._framework = framework
+        self._info: KindInfo = kind_info(framework.kind)
+        self._topology = topology
+        self._clock = clock
+        self._recorder = recorder
+        self._options = options or engine.EngineOptions()
+        self.status_writes = 0
+
+    async def reconcile(self, key: str) -> Result:
+        namespace, _, name = key.partition("/")
+        raw = self._jobs.get(namespace, name)
+        if raw is None or raw["metadata"].get("deletionTimestamp"):
+            return Result()
+        job = await self._parse(raw)
+        observed = self._owned.observed(str(raw["metadata"].get("uid", "")))
+        plan = engine.plan(
+            job, observed, self._framework, self._topology, self._clock.now(), options=self._options
+        )
+        for action in plan.actions:
+            await self._apply(raw, action)
+        if not plan.skipped:
+            await self._write_status(raw, job, plan.status)
+        for event in plan.events:
+            await self._record(raw, event)
+        return Result(plan.requeue_after)
+
+    async def _parse(self, raw: Obj) -> Job:
+        try:
+            return manifest.parse_job(raw)
+        except errors.InvalidJobError as exc:
+            detail = "; ".join(str(e) for e in exc.errors)
+            message = f"{self._info.kind} failed validation because {detail}"
+            await self._record(raw, Event("Warning", f"{self._info.kind}FailedValidation", message))
+            raise errors.TerminalError(message) from exc
+
+    async def _apply(self, job: Obj, action: Action) -> None:
+        namespace = job["metadata"].get("namespace")
+        try:
+            await self._send(job, action, namespace)
+        except (errors.AlreadyExistsError, errors.NotFoundError):
+            return  # deterministic names: the object is already as the plan wants it
+        except errors.ApiError as exc:
+            if isinstance(action, Create | Delete | DeleteJob):
+                await self._record(job, action.outcome_event(str(exc)))
+            raise
+        if isinstance(action, Create | Delete | DeleteJob):
+            await self._record(job, action.outcome_event())
+
+    async def _send(self, job: Obj, action: Action, namespace: str | None) -> None:
+        if isinstance(action, Create):
+            resource = resource_for(api_version=action.body["apiVersion"], kind=action.kind)
+            await self._client.create(resource, action.body, namespace=namespace)
+        elif isinstance(action, Update):
+            resource = resource_for(api_version=action.body["apiVersion"], kind=action.kind)
+            await self._client.patch(
+                resource, name=action.name, namespace=namespace, patch=action.body
+            )
+        elif isinstance(action, Delete):
+            resource = resource_for(api_version=action.api_version, kind=action.kind)
+            await self._client.delete(resource, name=action.name, namespace=namespace)
+        else:
+            await self._client.delete(
+                job_resource(self._info),
+                name=action.name,
+                namespace=namespace,
+                preconditions_uid=str(job["metadata"].get("uid", "")),
+            )
+
+    async def _write_status(self, raw: Obj, job: Job, status: JobStatus) -> None:
+        if status == (job.status or JobStatus()):
+            return
+        body = copy.deepcopy(raw)
+        body["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+        await self._client.replace(
+            job_resource(self._info),
+            body,
+            namespace=raw["metadata"].get("namespace"),
+            subresource="status",
+        )
+        self.status_writes += 1
+
+    async def _record(self, job: Obj, event: Event) -> None:
+        await self._recorder.record(job, event, component=self._info.controller_name)
