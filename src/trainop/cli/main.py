@@ -10,9 +10,13 @@ from __future__ import annotations
 import click
 
 import trainop
+from trainop.cli.local import local
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(trainop.__version__, prog_name="trainop")
 def main() -> None:
     """trainop: run kubeflow.org/v1 training jobs on Kubernetes or on this machine."""
+
+
+main.add_command(local)
