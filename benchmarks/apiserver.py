@@ -67,7 +67,11 @@ def _create_worker(kubeconfig: str, prefix: str, count: int, threads: int) -> No
     def run(t: int) -> None:
         api = client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig))
         for i in range(count // threads):
-            api.create_namespaced_pod("default", _pod(f"{prefix}-{t}-{i}"), _preload_content=False)
+            resp = api.create_namespaced_pod(
+                "default", _pod(f"{prefix}-{t}-{i}"), _preload_content=False
+            )
+            resp.read()  # read the body so the connection goes back to the pool
+            resp.release_conn()
 
     workers = [threading.Thread(target=run, args=(t,)) for t in range(threads)]
     for w in workers:
@@ -120,7 +124,7 @@ def bench_fanout(kubeconfig: Path, *, watchers: int, events: int) -> float:
     start = time.perf_counter()
     for n in range(events):
         body = {"metadata": {"name": f"fan-{n}"}, "data": {"n": str(n)}}
-        api.create_namespaced_config_map("default", body, _preload_content=False)
+        api.create_namespaced_config_map("default", body)
     for t in threads:
         t.join(timeout=120)
     elapsed = time.perf_counter() - start
