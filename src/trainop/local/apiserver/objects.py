@@ -63,6 +63,10 @@ def prepare_create(
     obj["kind"] = rt.kind
     if rt.custom and rt.has_status:
         obj.pop("status", None)
+
+
+def initial_status(rt: resources.ResourceType, obj: dict[str, Any]) -> None:
+    """Pods start Pending with a QoS class, namespaces Active (after validation)."""
     if rt.plural == "pods" and not rt.group:
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj.get("spec") or {})}
     if rt.plural == "namespaces" and not rt.group:
@@ -72,7 +76,11 @@ def prepare_create(
 
 def qos_class(spec: dict[str, Any]) -> str:
     """Guaranteed, Burstable or BestEffort, from container requests and limits."""
-    containers = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
+    containers = [
+        c
+        for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
+        if isinstance(c, dict)
+    ]
     requests_seen = limits_equal = False
     all_guaranteed = bool(containers)
     for c in containers:

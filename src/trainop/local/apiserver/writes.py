@@ -42,6 +42,7 @@ async def create(state: ApiState, call: Call) -> web.Response:
         meta["name"] = objects.generated_name(str(meta["generateName"]))
     objects.prepare_create(call.rt, obj, namespace=call.namespace, now=state.clock())
     warnings = admission.admit(state, call, obj)
+    objects.initial_status(call.rt, obj)
     is_crd = call.rt.store_key == crds.CRD_STORE_KEY
     if is_crd:
         _admit_crd(call, obj)
@@ -75,6 +76,7 @@ async def _ensure_namespace(state: ApiState, namespace: str) -> None:
         rt = state.registry.find(group="", version="v1", plural="namespaces")
         assert rt is not None
         objects.prepare_create(rt, ns, namespace=None, now=state.clock())
+        objects.initial_status(rt, ns)
         if state.store.latest(key) is None:
             await state.store.put(key, ns)
         return
