@@ -126,8 +126,14 @@ class Raw:
         self.token = config["users"][0]["user"]["token"]
         self.port = api.server.port
 
-    def send(self, method: str, path: str, body: bytes = b"",
-             headers: dict[str, str] | None = None, token: str | None = "") -> tuple[int, Any]:  # fmt: skip
+    def send(
+        self,
+        method: str,
+        path: str,
+        body: bytes = b"",
+        headers: dict[str, str] | None = None,
+        token: str | None = "",
+    ) -> tuple[int, Any]:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         sent = dict(headers or {})
         if token is not None:
