@@ -30,10 +30,19 @@ def start_server(state_dir: Path) -> tuple[subprocess.Popen[bytes], Path]:
     """Start ``trainop local apiserver`` and wait for its kubeconfig."""
     kubeconfig = state_dir / "kubeconfig"
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from trainop.cli.main import main; main()", "local", "apiserver",
-         "--state-dir", str(state_dir), "--port", "0"],
+        [
+            sys.executable,
+            "-c",
+            "from trainop.cli.main import main; main()",
+            "local",
+            "apiserver",
+            "--state-dir",
+            str(state_dir),
+            "--port",
+            "0",
+        ],
         stdout=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     deadline = time.monotonic() + 30
     while not kubeconfig.exists():
         if time.monotonic() > deadline or proc.poll() is not None:
@@ -110,9 +119,12 @@ def bench_fanout(kubeconfig: Path, *, watchers: int, events: int) -> float:
         own = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
         ready.wait()
         for _ in watch.Watch().stream(
-            own.list_namespaced_config_map, "default", resource_version=rv,
-            timeout_seconds=120, _preload_content=False,
-        ):  # fmt: skip
+            own.list_namespaced_config_map,
+            "default",
+            resource_version=rv,
+            timeout_seconds=120,
+            _preload_content=False,
+        ):
             received[i] += 1
             if received[i] >= events:
                 return
@@ -143,8 +155,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         proc, kubeconfig = start_server(Path(tmp))
         try:
-            creates = bench_creates(kubeconfig, pods=args.pods, procs=args.procs,
-                                    threads=args.threads)  # fmt: skip
+            creates = bench_creates(
+                kubeconfig, pods=args.pods, procs=args.procs, threads=args.threads
+            )
             fanout = bench_fanout(kubeconfig, watchers=args.watchers, events=args.events)
         finally:
             proc.terminate()

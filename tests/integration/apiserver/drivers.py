@@ -69,8 +69,13 @@ EVENTS = Res("", "v1", "events", "Event")
 NEW_EVENTS = Res("events.k8s.io", "v1", "events", "Event")
 LEASES = Res("coordination.k8s.io", "v1", "leases", "Lease")
 HPAS = Res("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler")
-CRDS = Res("apiextensions.k8s.io", "v1", "customresourcedefinitions",
-           "CustomResourceDefinition", namespaced=False)  # fmt: skip
+CRDS = Res(
+    "apiextensions.k8s.io",
+    "v1",
+    "customresourcedefinitions",
+    "CustomResourceDefinition",
+    namespaced=False,
+)
 PYTORCHJOBS = Res("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob")
 
 PATCH_TYPES = {
@@ -214,16 +219,29 @@ class OfficialDriver:
             fn = getattr(self._apis[res.group], f"list_{_snake(res.kind)}")
         return self._plain(self._call(fn, *self._args(res, namespace), **params))
 
-    def replace(self, res: Res, name: str, body: dict[str, Any], namespace: str | None = None,
-                status: bool = False) -> dict[str, Any]:  # fmt: skip
+    def replace(
+        self,
+        res: Res,
+        name: str,
+        body: dict[str, Any],
+        namespace: str | None = None,
+        status: bool = False,
+    ) -> dict[str, Any]:
         suffix = "_status" if status else ""
         fn = self._fn(res, "replace", suffix)
         if res.group in self._apis:
             return self._plain(self._call(fn, name, *self._args(res, namespace), body))
         return self._plain(self._call(fn, *self._args(res, namespace), name, body))
 
-    def patch(self, res: Res, name: str, body: Any, kind: str, namespace: str | None = None,
-              sub: str | None = None) -> dict[str, Any]:  # fmt: skip
+    def patch(
+        self,
+        res: Res,
+        name: str,
+        body: Any,
+        kind: str,
+        namespace: str | None = None,
+        sub: str | None = None,
+    ) -> dict[str, Any]:
         suffix = f"_{sub}" if sub else ""
         fn = self._fn(res, "patch", suffix)
         ctype = {"_content_type": PATCH_TYPES[kind]}
@@ -231,8 +249,9 @@ class OfficialDriver:
             return self._plain(self._call(fn, name, *self._args(res, namespace), body, **ctype))
         return self._plain(self._call(fn, *self._args(res, namespace), name, body, **ctype))
 
-    def delete(self, res: Res, name: str, namespace: str | None = None,
-               propagation: str | None = None) -> dict[str, Any]:  # fmt: skip
+    def delete(
+        self, res: Res, name: str, namespace: str | None = None, propagation: str | None = None
+    ) -> dict[str, Any]:
         fn = self._fn(res, "delete")
         kwargs = {"propagation_policy": propagation} if propagation else {}
         if res.group in self._apis:
@@ -241,9 +260,15 @@ class OfficialDriver:
             result = self._call(fn, *self._args(res, namespace), name, **kwargs)
         return self._plain(result)
 
-    def watch(self, res: Res, namespace: str | None, resource_version: str | None,
-              bookmarks: bool = False, timeout: int = 5, stop_after: int = 0
-              ) -> list[tuple[str, dict[str, Any]]]:  # fmt: skip
+    def watch(
+        self,
+        res: Res,
+        namespace: str | None,
+        resource_version: str | None,
+        bookmarks: bool = False,
+        timeout: int = 5,
+        stop_after: int = 0,
+    ) -> list[tuple[str, dict[str, Any]]]:
         fn = self._fn(res, "list")
         w = watch.Watch()
         kwargs: dict[str, Any] = {"timeout_seconds": timeout, "allow_watch_bookmarks": bookmarks}
@@ -262,8 +287,9 @@ class OfficialDriver:
 
     def log(self, pod: str, namespace: str, **params: Any) -> Iterator[str]:
         api = self._apis[""]
-        resp = self._call(api.read_namespaced_pod_log, pod, namespace, _preload_content=False,
-                          **params)  # fmt: skip
+        resp = self._call(
+            api.read_namespaced_pod_log, pod, namespace, _preload_content=False, **params
+        )
         for line in resp.stream(decode_content=True):
             yield line.decode()
 
@@ -320,13 +346,15 @@ class LightkubeDriver:
         self, res: Res, body: dict[str, Any], namespace: str | None = None
     ) -> dict[str, Any]:
         cls = self._res(res)
-        obj = self._run(self._guard(self.client.create(cls.from_dict(body),
-                                                       **self._ns(res, namespace))))  # fmt: skip
+        obj = self._run(
+            self._guard(self.client.create(cls.from_dict(body), **self._ns(res, namespace)))
+        )
         return dict(obj.to_dict())
 
     def get(self, res: Res, name: str, namespace: str | None = None) -> dict[str, Any]:
-        obj = self._run(self._guard(self.client.get(self._res(res), name,
-                                                    **self._ns(res, namespace))))  # fmt: skip
+        obj = self._run(
+            self._guard(self.client.get(self._res(res), name, **self._ns(res, namespace)))
+        )
         return dict(obj.to_dict())
 
     async def _raw(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -336,43 +364,72 @@ class LightkubeDriver:
         return resp
 
     def list(self, res: Res, namespace: str | None = None, **params: Any) -> dict[str, Any]:
-        names = {"label_selector": "labelSelector", "field_selector": "fieldSelector",
-                 "_continue": "continue", "resource_version": "resourceVersion"}  # fmt: skip
+        names = {
+            "label_selector": "labelSelector",
+            "field_selector": "fieldSelector",
+            "_continue": "continue",
+            "resource_version": "resourceVersion",
+        }
         query = {names.get(k, k): v for k, v in params.items() if v is not None}
         resp = self._run(self._raw("GET", res.path(namespace), params=query))
         out: dict[str, Any] = resp.json()
         return out
 
-    def replace(self, res: Res, name: str, body: dict[str, Any], namespace: str | None = None,
-                status: bool = False) -> dict[str, Any]:  # fmt: skip
+    def replace(
+        self,
+        res: Res,
+        name: str,
+        body: dict[str, Any],
+        namespace: str | None = None,
+        status: bool = False,
+    ) -> dict[str, Any]:
         cls = self._res(res)
         target = cls.Status if status else cls
-        obj = self._run(self._guard(self.client.replace(target.from_dict(body), name,
-                                                        **self._ns(res, namespace))))  # fmt: skip
+        obj = self._run(
+            self._guard(
+                self.client.replace(target.from_dict(body), name, **self._ns(res, namespace))
+            )
+        )
         return dict(obj.to_dict())
 
-    def patch(self, res: Res, name: str, body: Any, kind: str, namespace: str | None = None,
-              sub: str | None = None) -> dict[str, Any]:  # fmt: skip
+    def patch(
+        self,
+        res: Res,
+        name: str,
+        body: Any,
+        kind: str,
+        namespace: str | None = None,
+        sub: str | None = None,
+    ) -> dict[str, Any]:
         cls = self._res(res)
         target = {"status": cls.Status, "scale": cls.Scale}.get(sub or "", cls)
-        ptype = {"merge": PatchType.MERGE, "json": PatchType.JSON,
-                 "strategic": PatchType.STRATEGIC}[kind]  # fmt: skip
-        obj = self._run(self._guard(self.client.patch(target, name, body, patch_type=ptype,
-                                                      **self._ns(res, namespace))))  # fmt: skip
+        ptype = {
+            "merge": PatchType.MERGE,
+            "json": PatchType.JSON,
+            "strategic": PatchType.STRATEGIC,
+        }[kind]
+        obj = self._run(
+            self._guard(
+                self.client.patch(target, name, body, patch_type=ptype, **self._ns(res, namespace))
+            )
+        )
         return dict(obj.to_dict())
 
-    def delete(self, res: Res, name: str, namespace: str | None = None,
-               propagation: str | None = None) -> dict[str, Any]:  # fmt: skip
+    def delete(
+        self, res: Res, name: str, namespace: str | None = None, propagation: str | None = None
+    ) -> dict[str, Any]:
         params = {"propagationPolicy": propagation} if propagation else {}
         resp = self._run(self._raw("DELETE", res.path(namespace, name), params=params))
         out: dict[str, Any] = resp.json()
         return out
 
-    async def _watch(self, res: Res, namespace: str | None, rv: str | None, timeout: int,
-                     stop_after: int) -> list[tuple[str, dict[str, Any]]]:  # fmt: skip
+    async def _watch(
+        self, res: Res, namespace: str | None, rv: str | None, timeout: int, stop_after: int
+    ) -> list[tuple[str, dict[str, Any]]]:
         out: list[tuple[str, dict[str, Any]]] = []
-        stream = self.client.watch(self._res(res), server_timeout=timeout, resource_version=rv,
-                                   **self._ns(res, namespace))  # fmt: skip
+        stream = self.client.watch(
+            self._res(res), server_timeout=timeout, resource_version=rv, **self._ns(res, namespace)
+        )
         try:
             async for kind, obj in stream:
                 out.append((kind, dict(obj.to_dict())))
@@ -382,8 +439,9 @@ class LightkubeDriver:
             raise ApiFailureError(exc.status.code or 0, {"code": exc.status.code}) from exc
         return out
 
-    async def _raw_watch(self, res: Res, namespace: str | None, params: dict[str, Any],
-                         stop_after: int) -> list[tuple[str, dict[str, Any]]]:  # fmt: skip
+    async def _raw_watch(
+        self, res: Res, namespace: str | None, params: dict[str, Any], stop_after: int
+    ) -> list[tuple[str, dict[str, Any]]]:
         out: list[tuple[str, dict[str, Any]]] = []
         path = res.path(namespace)
         async with self._http.stream("GET", path, params=params) as resp:
@@ -395,9 +453,15 @@ class LightkubeDriver:
                     break
         return out
 
-    def watch(self, res: Res, namespace: str | None, resource_version: str | None,
-              bookmarks: bool = False, timeout: int = 5, stop_after: int = 0
-              ) -> list[tuple[str, dict[str, Any]]]:  # fmt: skip
+    def watch(
+        self,
+        res: Res,
+        namespace: str | None,
+        resource_version: str | None,
+        bookmarks: bool = False,
+        timeout: int = 5,
+        stop_after: int = 0,
+    ) -> list[tuple[str, dict[str, Any]]]:
         if not bookmarks:
             return self._run(self._watch(res, namespace, resource_version, timeout, stop_after))
         params = {"watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": timeout}
@@ -407,11 +471,17 @@ class LightkubeDriver:
 
     def log(self, pod: str, namespace: str, **params: Any) -> Iterator[str]:
         names = {"tail_lines": "tailLines"}
-        query = {names.get(k, k): (str(v).lower() if isinstance(v, bool) else v)
-                 for k, v in params.items()}  # fmt: skip
-        stream = self.client.log(pod, namespace=namespace, container=query.pop("container", None),
-                                 follow=query.pop("follow", "false") == "true",
-                                 tail_lines=query.pop("tailLines", None))  # fmt: skip
+        query = {
+            names.get(k, k): (str(v).lower() if isinstance(v, bool) else v)
+            for k, v in params.items()
+        }
+        stream = self.client.log(
+            pod,
+            namespace=namespace,
+            container=query.pop("container", None),
+            follow=query.pop("follow", "false") == "true",
+            tail_lines=query.pop("tailLines", None),
+        )
         agen = stream.__aiter__()
         while True:
             try:

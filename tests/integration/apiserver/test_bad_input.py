@@ -15,12 +15,20 @@ import yaml
 from .conftest import RunningServer
 from .test_scenarios import CRD
 
-POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-       "spec": {"containers": [{"name": "c", "image": "i"}]}}  # fmt: skip
+POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "p"},
+    "spec": {"containers": [{"name": "c", "image": "i"}]},
+}
 PODS = "/api/v1/namespaces/default/pods"
 JOBS = "/apis/kubeflow.org/v1/namespaces/default/pytorchjobs"
-JOB = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "j"},
-       "spec": {"image": "x"}}  # fmt: skip
+JOB = {
+    "apiVersion": "kubeflow.org/v1",
+    "kind": "PyTorchJob",
+    "metadata": {"name": "j"},
+    "spec": {"image": "x"},
+}
 
 
 def pod(**changes: Any) -> bytes:
@@ -49,73 +57,199 @@ CASES: list[tuple[str, str, str, bytes, dict[str, str], int, str]] = [
     ("metadata-not-object", "POST", PODS, pod(metadata="x"), {}, 400, "BadRequest"),
     ("no-name", "POST", PODS, pod(metadata={}), {}, 422, "Invalid"),
     ("bad-name", "POST", PODS, pod(metadata={"name": "Bad_Name"}), {}, 422, "Invalid"),
-    ("bad-label", "POST", PODS, pod(metadata={"name": "l", "labels": {"a": "b c"}}), {}, 422,
-     "Invalid"),
-    ("container-without-name", "POST", PODS, pod(spec={"containers": [{"image": "i"}]}), {}, 422,
-     "Invalid"),
+    (
+        "bad-label",
+        "POST",
+        PODS,
+        pod(metadata={"name": "l", "labels": {"a": "b c"}}),
+        {},
+        422,
+        "Invalid",
+    ),
+    (
+        "container-without-name",
+        "POST",
+        PODS,
+        pod(spec={"containers": [{"image": "i"}]}),
+        {},
+        422,
+        "Invalid",
+    ),
     ("containers-not-list", "POST", PODS, pod(spec={"containers": "c"}), {}, 422, "Invalid"),
-    ("port-not-integer", "POST", PODS,
-     pod(spec={"containers": [{"name": "c", "ports": [{"containerPort": "x"}]}]}), {}, 422,
-     "Invalid"),
-    ("configmap-data-not-string", "POST", "/api/v1/namespaces/default/configmaps",
-     json.dumps({"metadata": {"name": "c"}, "data": {"k": 1}}).encode(), {}, 422, "Invalid"),
-    ("namespace-mismatch", "POST", PODS, pod(metadata={"name": "p", "namespace": "other"}), {},
-     400, "BadRequest"),
+    (
+        "port-not-integer",
+        "POST",
+        PODS,
+        pod(spec={"containers": [{"name": "c", "ports": [{"containerPort": "x"}]}]}),
+        {},
+        422,
+        "Invalid",
+    ),
+    (
+        "configmap-data-not-string",
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        json.dumps({"metadata": {"name": "c"}, "data": {"k": 1}}).encode(),
+        {},
+        422,
+        "Invalid",
+    ),
+    (
+        "namespace-mismatch",
+        "POST",
+        PODS,
+        pod(metadata={"name": "p", "namespace": "other"}),
+        {},
+        400,
+        "BadRequest",
+    ),
     ("name-mismatch-on-put", "PUT", f"{PODS}/other", pod(), {}, 400, "BadRequest"),
     ("unknown-resource", "GET", "/api/v1/namespaces/default/widgets", b"", {}, 404, "NotFound"),
     ("unknown-group", "GET", "/apis/nope.example/v1/things", b"", {}, 404, "NotFound"),
     ("unknown-path", "GET", "/nonsense", b"", {}, 404, "NotFound"),
-    ("cluster-resource-in-namespace", "GET", "/api/v1/namespaces/default/namespaces", b"", {},
-     404, "NotFound"),
+    (
+        "cluster-resource-in-namespace",
+        "GET",
+        "/api/v1/namespaces/default/namespaces",
+        b"",
+        {},
+        404,
+        "NotFound",
+    ),
     ("bad-label-selector", "GET", f"{PODS}?labelSelector=a%20in%20(", b"", {}, 400, "BadRequest"),
-    ("unsupported-field-selector", "GET", f"{PODS}?fieldSelector=spec.foo%3D1", b"", {}, 400,
-     "BadRequest"),
+    (
+        "unsupported-field-selector",
+        "GET",
+        f"{PODS}?fieldSelector=spec.foo%3D1",
+        b"",
+        {},
+        400,
+        "BadRequest",
+    ),
     ("bad-limit", "GET", f"{PODS}?limit=abc", b"", {}, 400, "BadRequest"),
     ("bad-continue", "GET", f"{PODS}?limit=1&continue=%%%", b"", {}, 400, "BadRequest"),
-    ("bad-watch-rv", "GET", f"{PODS}?watch=true&resourceVersion=abc", b"", {}, 400,
-     "BadRequest"),
-    ("patch-unsupported-type", "PATCH", f"{PODS}/existing", b"{}",
-     {"Content-Type": "text/plain"}, 415, "UnsupportedMediaType"),
-    ("patch-apply-not-served", "PATCH", f"{PODS}/existing", b"{}",
-     {"Content-Type": "application/apply-patch+yaml"}, 415, "UnsupportedMediaType"),
+    ("bad-watch-rv", "GET", f"{PODS}?watch=true&resourceVersion=abc", b"", {}, 400, "BadRequest"),
+    (
+        "patch-unsupported-type",
+        "PATCH",
+        f"{PODS}/existing",
+        b"{}",
+        {"Content-Type": "text/plain"},
+        415,
+        "UnsupportedMediaType",
+    ),
+    (
+        "patch-apply-not-served",
+        "PATCH",
+        f"{PODS}/existing",
+        b"{}",
+        {"Content-Type": "application/apply-patch+yaml"},
+        415,
+        "UnsupportedMediaType",
+    ),
     ("patch-malformed", "PATCH", f"{PODS}/existing", b"{", MERGE, 400, "BadRequest"),
     ("json-patch-not-list", "PATCH", f"{PODS}/existing", b"{}", JSONP, 400, "BadRequest"),
-    ("json-patch-test-fails", "PATCH", f"{PODS}/existing",
-     json.dumps([{"op": "test", "path": "/metadata/name", "value": "zzz"}]).encode(), JSONP,
-     422, "Invalid"),
-    ("patch-makes-invalid", "PATCH", f"{PODS}/existing",
-     json.dumps({"spec": {"containers": [{"name": "c", "image": 5}]}}).encode(), MERGE, 422,
-     "Invalid"),
+    (
+        "json-patch-test-fails",
+        "PATCH",
+        f"{PODS}/existing",
+        json.dumps([{"op": "test", "path": "/metadata/name", "value": "zzz"}]).encode(),
+        JSONP,
+        422,
+        "Invalid",
+    ),
+    (
+        "patch-makes-invalid",
+        "PATCH",
+        f"{PODS}/existing",
+        json.dumps({"spec": {"containers": [{"name": "c", "image": 5}]}}).encode(),
+        MERGE,
+        422,
+        "Invalid",
+    ),
     ("patch-missing", "PATCH", f"{PODS}/missing", b"{}", MERGE, 404, "NotFound"),
-    ("put-missing", "PUT", f"{PODS}/missing", pod(metadata={"name": "missing"}), {}, 404,
-     "NotFound"),
+    (
+        "put-missing",
+        "PUT",
+        f"{PODS}/missing",
+        pod(metadata={"name": "missing"}),
+        {},
+        404,
+        "NotFound",
+    ),
     ("delete-missing", "DELETE", f"{PODS}/missing", b"", {}, 404, "NotFound"),
-    ("delete-bad-policy", "DELETE", f"{PODS}/existing?propagationPolicy=Sometimes", b"", {},
-     422, "Invalid"),
-    ("stale-put", "PUT", f"{PODS}/existing",
-     pod(metadata={"name": "existing", "resourceVersion": "1"}), {}, 409, "Conflict"),
-    ("create-existing", "POST", PODS, pod(metadata={"name": "existing"}), {}, 409,
-     "AlreadyExists"),
+    (
+        "delete-bad-policy",
+        "DELETE",
+        f"{PODS}/existing?propagationPolicy=Sometimes",
+        b"",
+        {},
+        422,
+        "Invalid",
+    ),
+    (
+        "stale-put",
+        "PUT",
+        f"{PODS}/existing",
+        pod(metadata={"name": "existing", "resourceVersion": "1"}),
+        {},
+        409,
+        "Conflict",
+    ),
+    ("create-existing", "POST", PODS, pod(metadata={"name": "existing"}), {}, 409, "AlreadyExists"),
     ("post-to-object", "POST", f"{PODS}/existing", pod(), {}, 405, "MethodNotAllowed"),
     ("put-on-collection", "PUT", PODS, pod(), {}, 405, "MethodNotAllowed"),
     ("delete-status", "DELETE", f"{PODS}/existing/status", b"", {}, 405, "MethodNotAllowed"),
     ("unknown-subresource", "GET", f"{PODS}/existing/exec", b"", {}, 404, "NotFound"),
     ("log-missing-pod", "GET", f"{PODS}/missing/log", b"", {}, 404, "NotFound"),
-    ("log-wrong-container", "GET", f"{PODS}/existing/log?container=nope", b"", {}, 400,
-     "BadRequest"),
+    (
+        "log-wrong-container",
+        "GET",
+        f"{PODS}/existing/log?container=nope",
+        b"",
+        {},
+        400,
+        "BadRequest",
+    ),
     ("missing-namespace", "POST", "/api/v1/namespaces/nowhere/pods", pod(), {}, 404, "NotFound"),
     ("cr-fails-schema", "POST", JOBS, job(spec={"replicas": "many"}), {}, 422, "Invalid"),
     ("cr-missing-kind", "POST", JOBS, job(kind=None), {}, 400, "BadRequest"),
     ("cr-strategic-merge", "PATCH", f"{JOBS}/existing", b"{}", SMP, 415, "UnsupportedMediaType"),
-    ("cr-strict-unknown-field", "POST", f"{JOBS}?fieldValidation=Strict",
-     job(spec={"image": "x", "bogus": 1}), {}, 400, "BadRequest"),
-    ("cr-scale-negative", "PUT", f"{JOBS}/existing/scale",
-     json.dumps({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "existing"},
-                 "spec": {"replicas": -3}}).encode(), {}, 422, "Invalid"),
-    ("crd-name-mismatch", "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-     json.dumps({**CRD, "metadata": {"name": "wrong.kubeflow.org"}}).encode(), {}, 422,
-     "Invalid"),
-]  # fmt: skip
+    (
+        "cr-strict-unknown-field",
+        "POST",
+        f"{JOBS}?fieldValidation=Strict",
+        job(spec={"image": "x", "bogus": 1}),
+        {},
+        400,
+        "BadRequest",
+    ),
+    (
+        "cr-scale-negative",
+        "PUT",
+        f"{JOBS}/existing/scale",
+        json.dumps(
+            {
+                "apiVersion": "autoscaling/v1",
+                "kind": "Scale",
+                "metadata": {"name": "existing"},
+                "spec": {"replicas": -3},
+            }
+        ).encode(),
+        {},
+        422,
+        "Invalid",
+    ),
+    (
+        "crd-name-mismatch",
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        json.dumps({**CRD, "metadata": {"name": "wrong.kubeflow.org"}}).encode(),
+        {},
+        422,
+        "Invalid",
+    ),
+]
 
 
 class Raw:
@@ -162,9 +296,14 @@ def raw(api: RunningServer) -> Raw:
     ids=[case[0] for case in CASES],
 )
 def test_client_mistake_gets_status(
-    raw: Raw, method: str, path: str, body: bytes, headers: dict[str, str], code: int,
+    raw: Raw,
+    method: str,
+    path: str,
+    body: bytes,
+    headers: dict[str, str],
+    code: int,
     reason: str,
-) -> None:  # fmt: skip
+) -> None:
     got, status = raw.send(method, path, body, headers)
     assert (got, status["reason"]) == (code, reason), status
     assert status["kind"] == "Status"
@@ -197,8 +336,11 @@ def test_watch_too_old_sends_error_event_with_410(raw: Raw) -> None:
         body = json.dumps({"metadata": {"name": f"churn-{i}"}}).encode()
         assert raw.send("POST", "/api/v1/namespaces/default/configmaps", body)[0] == 201
     conn = http.client.HTTPConnection("127.0.0.1", raw.port, timeout=10)
-    conn.request("GET", f"{PODS}?watch=True&resourceVersion=1&timeoutSeconds=1",
-                 headers={"Authorization": f"Bearer {raw.token}"})  # fmt: skip
+    conn.request(
+        "GET",
+        f"{PODS}?watch=True&resourceVersion=1&timeoutSeconds=1",
+        headers={"Authorization": f"Bearer {raw.token}"},
+    )
     resp = conn.getresponse()
     assert resp.status == 200
     lines = [json.loads(line) for line in resp.read().splitlines() if line.strip()]

@@ -59,10 +59,19 @@ class Server:
         kubeconfig = state_dir / "kubeconfig"
         kubeconfig.unlink(missing_ok=True)
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from trainop.cli.main import main; main()", "local",
-             "apiserver", "--state-dir", str(state_dir), "--port", "0"],
+            [
+                sys.executable,
+                "-c",
+                "from trainop.cli.main import main; main()",
+                "local",
+                "apiserver",
+                "--state-dir",
+                str(state_dir),
+                "--port",
+                "0",
+            ],
             stdout=subprocess.DEVNULL,
-        )  # fmt: skip
+        )
         deadline = time.monotonic() + 30
         while not kubeconfig.exists():
             assert self.proc.poll() is None, "server exited during start-up"
@@ -72,11 +81,20 @@ class Server:
         self.token = config["users"][0]["user"]["token"]
         self.port = int(config["clusters"][0]["cluster"]["server"].rsplit(":", 1)[1])
 
-    def request(self, conn: http.client.HTTPConnection, method: str, path: str,
-                body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:  # fmt: skip
+    def request(
+        self,
+        conn: http.client.HTTPConnection,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+    ) -> tuple[int, dict[str, Any]]:
         data = json.dumps(body).encode() if body is not None else None
-        conn.request(method, path, body=data, headers={"Authorization": f"Bearer {self.token}",
-                                                        "Content-Type": "application/json"})  # fmt: skip
+        conn.request(
+            method,
+            path,
+            body=data,
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+        )
         resp = conn.getresponse()
         return resp.status, json.loads(resp.read())
 
@@ -95,8 +113,10 @@ def _writer(
         while not stop.is_set():
             seq += 1
             name = f"cm-{round_no}-{writer}-{seq}"
-            code, body = server.request(conn, "POST", CMS, {
-                "metadata": {"name": name}, "data": {"seq": str(seq), "check": _check(name, seq)}})  # fmt: skip
+            data = {"seq": str(seq), "check": _check(name, seq)}
+            code, body = server.request(
+                conn, "POST", CMS, {"metadata": {"name": name}, "data": data}
+            )
             if code == 201:
                 with acked.lock:
                     acked.created.add(name)
@@ -150,8 +170,10 @@ def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
         if round_no:
             _verify(server, acked)
         stop = threading.Event()
-        threads = [threading.Thread(target=_writer, args=(server, acked, w, round_no, stop))
-                   for w in range(WRITERS)]  # fmt: skip
+        threads = [
+            threading.Thread(target=_writer, args=(server, acked, w, round_no, stop))
+            for w in range(WRITERS)
+        ]
         for t in threads:
             t.start()
         deadline = time.monotonic() + rng.uniform(0.05, 0.4)

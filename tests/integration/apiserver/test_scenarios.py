@@ -23,23 +23,36 @@ CONTAINER = {"name": "main", "image": "python:3.11", "command": ["python", "-c",
 
 SAMPLES: dict[drivers.Res, dict[str, Any]] = {
     drivers.PODS: {"spec": {"containers": [CONTAINER]}},
-    drivers.SERVICES: {"spec": {"ports": [{"port": 80, "targetPort": 8080}],
-                                "selector": {"app": "x"}}},
-    drivers.ENDPOINTS: {"subsets": [{"addresses": [{"ip": "127.0.0.1"}],
-                                     "ports": [{"port": 80}]}]},
+    drivers.SERVICES: {
+        "spec": {"ports": [{"port": 80, "targetPort": 8080}], "selector": {"app": "x"}}
+    },
+    drivers.ENDPOINTS: {"subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"port": 80}]}]},
     drivers.CONFIGMAPS: {"data": {"k": "v"}},
     drivers.SECRETS: {"stringData": {"k": "v"}, "type": "Opaque"},
     drivers.SERVICEACCOUNTS: {},
-    drivers.EVENTS: {"involvedObject": {"kind": "Pod", "name": "p"}, "reason": "Test",
-                     "message": "hello", "type": "Normal"},
-    drivers.NEW_EVENTS: {"eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "t",
-                         "reportingInstance": "t-1", "action": "Test", "reason": "Test",
-                         "type": "Normal"},
+    drivers.EVENTS: {
+        "involvedObject": {"kind": "Pod", "name": "p"},
+        "reason": "Test",
+        "message": "hello",
+        "type": "Normal",
+    },
+    drivers.NEW_EVENTS: {
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "t",
+        "reportingInstance": "t-1",
+        "action": "Test",
+        "reason": "Test",
+        "type": "Normal",
+    },
     drivers.LEASES: {"spec": {"holderIdentity": "me", "leaseDurationSeconds": 15}},
-    drivers.HPAS: {"spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
-                                               "name": "d"},
-                            "minReplicas": 1, "maxReplicas": 3}},
-}  # fmt: skip
+    drivers.HPAS: {
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+            "minReplicas": 1,
+            "maxReplicas": 3,
+        }
+    },
+}
 
 CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -48,30 +61,57 @@ CRD: dict[str, Any] = {
     "spec": {
         "group": "kubeflow.org",
         "scope": "Namespaced",
-        "names": {"plural": "pytorchjobs", "singular": "pytorchjob", "kind": "PyTorchJob",
-                  "listKind": "PyTorchJobList", "shortNames": ["ptj"]},
-        "versions": [{
-            "name": "v1", "served": True, "storage": True,
-            "subresources": {"status": {}, "scale": {
-                "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
-                "labelSelectorPath": ".status.selector"}},
-            "schema": {"openAPIV3Schema": {
-                "type": "object",
-                "properties": {
-                    "spec": {"type": "object", "required": ["image"], "properties": {
-                        "image": {"type": "string"},
-                        "replicas": {"type": "integer", "minimum": 0, "default": 1},
-                        "runPolicy": {"type": "object",
-                                      "x-kubernetes-preserve-unknown-fields": True},
-                    }},
-                    "status": {"type": "object", "properties": {
-                        "replicas": {"type": "integer"}, "selector": {"type": "string"},
-                        "phase": {"type": "string"}}},
+        "names": {
+            "plural": "pytorchjobs",
+            "singular": "pytorchjob",
+            "kind": "PyTorchJob",
+            "listKind": "PyTorchJobList",
+            "shortNames": ["ptj"],
+        },
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {
+                    "status": {},
+                    "scale": {
+                        "specReplicasPath": ".spec.replicas",
+                        "statusReplicasPath": ".status.replicas",
+                        "labelSelectorPath": ".status.selector",
+                    },
                 },
-            }},
-        }],
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "required": ["image"],
+                                "properties": {
+                                    "image": {"type": "string"},
+                                    "replicas": {"type": "integer", "minimum": 0, "default": 1},
+                                    "runPolicy": {
+                                        "type": "object",
+                                        "x-kubernetes-preserve-unknown-fields": True,
+                                    },
+                                },
+                            },
+                            "status": {
+                                "type": "object",
+                                "properties": {
+                                    "replicas": {"type": "integer"},
+                                    "selector": {"type": "string"},
+                                    "phase": {"type": "string"},
+                                },
+                            },
+                        },
+                    }
+                },
+            }
+        ],
     },
-}  # fmt: skip
+}
 
 
 def obj(res: drivers.Res, name: str, **extra: Any) -> dict[str, Any]:
@@ -173,8 +213,11 @@ def test_stale_update_is_conflict(driver: Driver, ns: str) -> None:
 
 
 def test_label_and_field_selectors(driver: Driver, ns: str) -> None:
-    for name, labels in (("a", {"env": "prod", "tier": "web"}), ("b", {"env": "dev"}),
-                         ("c", {"tier": "db"})):  # fmt: skip
+    for name, labels in (
+        ("a", {"env": "prod", "tier": "web"}),
+        ("b", {"env": "dev"}),
+        ("c", {"tier": "db"}),
+    ):
         driver.create(
             drivers.PODS, obj(drivers.PODS, name, metadata={"name": name, "labels": labels}), ns
         )
@@ -244,8 +287,9 @@ def test_watch_too_old_is_410_then_relist_works(driver: Driver, ns: str) -> None
     relisted = driver.list(drivers.CONFIGMAPS, ns)
     assert len(relisted["items"]) == 110
     driver.create(drivers.CONFIGMAPS, obj(drivers.CONFIGMAPS, "after"), ns)
-    events = driver.watch(drivers.CONFIGMAPS, ns, relisted["metadata"]["resourceVersion"],
-                          timeout=2, stop_after=1)  # fmt: skip
+    events = driver.watch(
+        drivers.CONFIGMAPS, ns, relisted["metadata"]["resourceVersion"], timeout=2, stop_after=1
+    )
     assert [(t, o["metadata"]["name"]) for t, o in events] == [("ADDED", "after")]
 
 
@@ -253,9 +297,16 @@ def test_watch_too_old_is_410_then_relist_works(driver: Driver, ns: str) -> None
 
 
 def test_every_patch_type(driver: Driver, ns: str) -> None:
-    pod = obj(drivers.PODS, "p", spec={"containers": [
-        {**CONTAINER, "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]},
-        {"name": "side", "image": "busybox"}]})  # fmt: skip
+    pod = obj(
+        drivers.PODS,
+        "p",
+        spec={
+            "containers": [
+                {**CONTAINER, "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]},
+                {"name": "side", "image": "busybox"},
+            ]
+        },
+    )
     driver.create(drivers.PODS, pod, ns)
     merged = driver.patch(drivers.PODS, "p", {"metadata": {"labels": {"x": "y"}}}, "merge", ns)
     assert merged["metadata"]["labels"] == {"x": "y"}
@@ -263,9 +314,17 @@ def test_every_patch_type(driver: Driver, ns: str) -> None:
     assert driver.patch(drivers.PODS, "p", ops, "json", ns)["metadata"]["annotations"] == {
         "note": "j"
     }
-    smp = {"spec": {"containers": [{"name": "main", "env": [{"name": "B", "value": "20"},
-                                                            {"name": "C", "value": "3"}]},
-                                   {"name": "side", "$patch": "delete"}]}}  # fmt: skip
+    smp = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "env": [{"name": "B", "value": "20"}, {"name": "C", "value": "3"}],
+                },
+                {"name": "side", "$patch": "delete"},
+            ]
+        }
+    }
     result = driver.patch(drivers.PODS, "p", smp, "strategic", ns)
     containers = result["spec"]["containers"]
     assert [c["name"] for c in containers] == ["main"]
@@ -287,8 +346,11 @@ def test_strategic_merge_on_custom_resource_is_415(
 
 
 def test_finalizers_hold_deletion_until_removed(driver: Driver, ns: str) -> None:
-    driver.create(drivers.CONFIGMAPS, obj(drivers.CONFIGMAPS, "f", metadata={
-        "name": "f", "finalizers": ["example.com/hold"]}), ns)  # fmt: skip
+    driver.create(
+        drivers.CONFIGMAPS,
+        obj(drivers.CONFIGMAPS, "f", metadata={"name": "f", "finalizers": ["example.com/hold"]}),
+        ns,
+    )
     driver.delete(drivers.CONFIGMAPS, "f", ns)
     held = driver.get(drivers.CONFIGMAPS, "f", ns)
     assert held["metadata"]["deletionTimestamp"]
@@ -297,8 +359,13 @@ def test_finalizers_hold_deletion_until_removed(driver: Driver, ns: str) -> None
 
 
 def _owned(owner: dict[str, Any], name: str) -> dict[str, Any]:
-    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": owner["metadata"]["name"],
-           "uid": owner["metadata"]["uid"], "blockOwnerDeletion": True}  # fmt: skip
+    ref = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "blockOwnerDeletion": True,
+    }
     return obj(drivers.CONFIGMAPS, name, metadata={"name": name, "ownerReferences": [ref]})
 
 
@@ -334,8 +401,9 @@ def test_namespace_deletion_removes_its_content(driver: Driver, ns: str) -> None
 def test_custom_resource_crud_with_status_and_scale(
     driver: Driver, ns: str, crd: drivers.Res
 ) -> None:
-    made = driver.create(crd, obj(crd, "job", spec={"image": "py", "unknown": 1},
-                                  status={"phase": "ignored"}), ns)  # fmt: skip
+    made = driver.create(
+        crd, obj(crd, "job", spec={"image": "py", "unknown": 1}, status={"phase": "ignored"}), ns
+    )
     assert made["spec"] == {"image": "py", "replicas": 1}  # pruned and defaulted
     assert "status" not in made  # status is only set through /status
     assert made["metadata"]["generation"] == 1
