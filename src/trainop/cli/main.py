@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 import trainop
+from trainop.cli.local import local
 from trainop.cli.manifests import manifests
 from trainop.cli.validate import validate
 
@@ -22,3 +23,4 @@ def main() -> None:
 
 main.add_command(manifests)
 main.add_command(validate)
+main.add_command(local)

@@ -1,0 +1,115 @@
+"""Discovery documents: ``/version``, ``/api``, ``/apis``, group and group/version lists.
+
+Built from the registry on every request, so a CRD is discoverable as soon as it is created.
+Only the unaggregated documents are served (kubectl falls back to them when the aggregated
+``apidiscovery.k8s.io/v2`` format is not answered). ``/openapi/v2`` and ``/openapi/v3`` are
+served as empty-but-valid documents so kubectl starts; client-side validation against them
+therefore checks nothing, and the server validates instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import resources, status
+
+GIT_VERSION = "v1.31.0"
+
+
+def version() -> dict[str, Any]:
+    """The ``/version`` document (the Kubernetes version whose schemas we validate with)."""
+    return {
+        "major": "1",
+        "minor": "31",
+        "gitVersion": GIT_VERSION,
+        "gitCommit": "trainop-local",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "n/a",
+        "compiler": "python",
+        "platform": "local",
+    }
+
+
+def api_versions(address: str) -> dict[str, Any]:
+    """``/api``: the core group's versions."""
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}],
+    }
+
+
+def _group(name: str, versions: list[str]) -> dict[str, Any]:
+    entries = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
+    return {"name": name, "versions": entries, "preferredVersion": entries[0]}
+
+
+def api_groups(registry: resources.Registry) -> dict[str, Any]:
+    """``/apis``: every named group and its versions."""
+    groups = [_group(g, vs) for g, vs in registry.groups().items()]
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+def api_group(registry: resources.Registry, group: str) -> dict[str, Any]:
+    """``/apis/GROUP``."""
+    versions = registry.groups().get(group)
+    if not versions:
+        raise status.path_not_found(f"/apis/{group}")
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group(group, versions)}
+
+
+def resource_list(registry: resources.Registry, group: str, version: str) -> dict[str, Any]:
+    """``/api/v1`` or ``/apis/GROUP/VERSION``: resources with verbs and subresources."""
+    entries: list[dict[str, Any]] = []
+    for rt in registry:
+        if rt.group == group and rt.version == version:
+            entries.extend(_entries(rt))
+    if not entries:
+        raise status.path_not_found(f"/apis/{group}/{version}")
+    gv = f"{group}/{version}" if group else version
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": entries}
+
+
+def _entries(rt: resources.ResourceType) -> list[dict[str, Any]]:
+    main: dict[str, Any] = {
+        "name": rt.plural,
+        "singularName": rt.singular,
+        "namespaced": rt.namespaced,
+        "kind": rt.kind,
+        "verbs": list(resources.ALL_VERBS),
+    }
+    if rt.short_names:
+        main["shortNames"] = list(rt.short_names)
+    if rt.categories:
+        main["categories"] = list(rt.categories)
+    out = [main]
+    for sub in rt.subresources:
+        verbs = ["get"] if sub == "log" else ["get", "patch", "update"]
+        kind = {"scale": "Scale", "log": "Pod"}.get(sub, rt.kind)
+        entry: dict[str, Any] = {
+            "name": f"{rt.plural}/{sub}",
+            "singularName": "",
+            "namespaced": rt.namespaced,
+            "kind": kind,
+            "verbs": verbs,
+        }
+        if sub == "scale":
+            entry.update(group="autoscaling", version="v1")
+        out.append(entry)
+    return out
+
+
+def openapi_v2() -> dict[str, Any]:
+    """A minimal, valid Swagger 2.0 document."""
+    return {
+        "swagger": "2.0",
+        "info": {"title": "trainop", "version": GIT_VERSION},
+        "paths": {},
+        "definitions": {},
+    }
+
+
+def openapi_v3() -> dict[str, Any]:
+    """The ``/openapi/v3`` index with no group documents."""
+    return {"paths": {}}

@@ -1,0 +1,195 @@
+"""The resource types the embedded API server serves, and the registry CRDs extend.
+
+Role: one frozen ``ResourceType`` per (group, version, plural) says everything the generic
+handlers need: kind, scope, verbs, short names, subresources, which fields a field selector may
+name, which JSON-schema definition validates it, and whether strategic merge patch applies.
+Built-in kinds are a table here; custom resources are added and removed by ``crds`` when a
+CustomResourceDefinition is created or deleted.
+
+Invariant: ``store_key`` (``group/plural``) is independent of the version, so every served
+version of a resource reads and writes the same stored objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+META_FIELDS = ("metadata.name", "metadata.namespace")
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceType:
+    """Everything the generic handlers need to serve one resource in one version."""
+
+    group: str
+    version: str
+    plural: str
+    singular: str
+    kind: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+    field_labels: tuple[str, ...] = META_FIELDS
+    definition: str | None = None  # JSON-schema definition in kubernetes-validate
+    strategic_merge: bool = True
+    returns_deleted_object: bool = False
+    custom: bool = False
+    schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    scale_paths: tuple[str, str, str] | None = None  # spec, status, selector JSON paths
+    categories: tuple[str, ...] = ()
+
+    @property
+    def api_version(self) -> str:
+        """The apiVersion string objects of this type carry."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def store_key(self) -> str:
+        """The store's resource name: the same for every version of the resource."""
+        return f"{self.group or 'core'}/{self.plural}"
+
+    @property
+    def has_status(self) -> bool:
+        """Whether ``status`` is only writable through the ``/status`` subresource."""
+        return "status" in self.subresources
+
+
+def _core(
+    plural: str,
+    kind: str,
+    *,
+    namespaced: bool = True,
+    short: tuple[str, ...] = (),
+    sub: tuple[str, ...] = (),
+    fields: tuple[str, ...] = META_FIELDS,
+    returns_deleted: bool = False,
+) -> ResourceType:
+    return ResourceType(
+        group="",
+        version="v1",
+        plural=plural,
+        singular=kind.lower(),
+        kind=kind,
+        namespaced=namespaced,
+        short_names=short,
+        subresources=sub,
+        field_labels=fields,
+        definition=f"io.k8s.api.core.v1.{kind}",
+        returns_deleted_object=returns_deleted,
+    )
+
+
+POD_FIELDS = (*META_FIELDS, "status.phase", "spec.nodeName", "spec.restartPolicy")
+
+BUILTIN: tuple[ResourceType, ...] = (
+    _core(
+        "namespaces",
+        "Namespace",
+        namespaced=False,
+        short=("ns",),
+        sub=("status",),
+        fields=("metadata.name", "status.phase"),
+        returns_deleted=True,
+    ),
+    _core(
+        "pods", "Pod", short=("po",), sub=("status", "log"), fields=POD_FIELDS, returns_deleted=True
+    ),
+    _core("services", "Service", short=("svc",), sub=("status",), returns_deleted=True),
+    _core("endpoints", "Endpoints", short=("ep",)),
+    _core("configmaps", "ConfigMap", short=("cm",)),
+    _core("secrets", "Secret", fields=(*META_FIELDS, "type")),
+    _core("serviceaccounts", "ServiceAccount", short=("sa",)),
+    _core(
+        "events",
+        "Event",
+        short=("ev",),
+        fields=(*META_FIELDS, "involvedObject.name", "involvedObject.kind", "reason", "type"),
+    ),
+    ResourceType(
+        group="events.k8s.io",
+        version="v1",
+        plural="events",
+        singular="event",
+        kind="Event",
+        namespaced=True,
+        short_names=("ev",),
+        definition="io.k8s.api.events.v1.Event",
+        strategic_merge=True,
+    ),
+    ResourceType(
+        group="coordination.k8s.io",
+        version="v1",
+        plural="leases",
+        singular="lease",
+        kind="Lease",
+        namespaced=True,
+        definition="io.k8s.api.coordination.v1.Lease",
+    ),
+    ResourceType(
+        group="autoscaling",
+        version="v2",
+        plural="horizontalpodautoscalers",
+        singular="horizontalpodautoscaler",
+        kind="HorizontalPodAutoscaler",
+        namespaced=True,
+        short_names=("hpa",),
+        subresources=("status",),
+        definition="io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler",
+    ),
+    ResourceType(
+        group="apiextensions.k8s.io",
+        version="v1",
+        plural="customresourcedefinitions",
+        singular="customresourcedefinition",
+        kind="CustomResourceDefinition",
+        namespaced=False,
+        short_names=("crd", "crds"),
+        subresources=("status",),
+        field_labels=("metadata.name",),
+        definition="io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1."
+        "CustomResourceDefinition",
+    ),
+)
+
+
+class Registry:
+    """Served resource types by (group, version, plural), plus lookups by kind."""
+
+    def __init__(self) -> None:
+        self._types: dict[tuple[str, str, str], ResourceType] = {}
+        for rt in BUILTIN:
+            self.add(rt)
+
+    def add(self, rt: ResourceType) -> None:
+        """Serve ``rt`` (replacing a previous definition of the same group/version/plural)."""
+        self._types[(rt.group, rt.version, rt.plural)] = rt
+
+    def remove_group_resource(self, *, group: str, plural: str) -> None:
+        """Stop serving every version of ``plural.group``."""
+        for k in [k for k in self._types if k[0] == group and k[2] == plural]:
+            del self._types[k]
+
+    def find(self, *, group: str, version: str, plural: str) -> ResourceType | None:
+        """The resource served at that path, or None."""
+        return self._types.get((group, version, plural))
+
+    def by_store_key(self, store_key: str) -> ResourceType | None:
+        """Any served version of the resource stored under ``store_key``."""
+        for rt in self._types.values():
+            if rt.store_key == store_key:
+                return rt
+        return None
+
+    def __iter__(self) -> Iterator[ResourceType]:
+        return iter(list(self._types.values()))
+
+    def groups(self) -> dict[str, list[str]]:
+        """Named groups (not core) and their versions, in registration order."""
+        out: dict[str, list[str]] = {}
+        for rt in self._types.values():
+            if rt.group and rt.version not in out.setdefault(rt.group, []):
+                out[rt.group].append(rt.version)
+        return out

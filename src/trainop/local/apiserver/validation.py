@@ -1,0 +1,177 @@
+"""Validation of incoming objects: metadata rules and JSON schemas, compiled once per type.
+
+Built-in kinds are validated against the official Kubernetes JSON schema shipped in the
+``kubernetes-validate`` package (definitions in ``$defs``, nullable type arrays); custom
+resources against the JSON schema that ``crdschema`` derives from their CRD.
+
+A ``SchemaValidator`` checks with a ``fastjsonschema`` compiled function first (~40 µs per pod)
+and only when that fails asks ``jsonschema`` for *every* error, so a valid object pays the
+fast path and an invalid one gets all its field causes, as kube-apiserver reports them.
+Validators are cached per definition; compiling one costs ~0.2 s on first use.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable
+from importlib import resources as importlib_resources
+from typing import Any
+
+import fastjsonschema
+import jsonschema
+
+from trainop.errors import FieldError
+
+SCHEMA_VERSION = "v1.31.0"
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+LABEL_NAMED = frozenset({"namespaces", "services"})
+
+
+class SchemaValidator:
+    """Validate objects against one JSON schema; returns Kubernetes-style field errors."""
+
+    def __init__(self, schema: dict[str, Any], *, draft4: bool = False) -> None:
+        cls: Any = jsonschema.Draft4Validator if draft4 else jsonschema.Draft202012Validator
+        self._full = cls(schema)
+        self._fast: Callable[[Any], Any] = fastjsonschema.compile(schema)
+
+    def errors(self, obj: dict[str, Any]) -> list[FieldError]:
+        """Every schema violation in ``obj`` (empty when valid)."""
+        try:
+            self._fast(obj)
+        except fastjsonschema.JsonSchemaException:
+            return [_field_error(e) for e in self._full.iter_errors(obj)]
+        return []
+
+
+def _field_error(error: jsonschema.ValidationError) -> FieldError:
+    path = [*error.absolute_path]
+    if error.validator == "required" and isinstance(error.instance, dict):
+        required: Any = error.validator_value
+        missing = [r for r in required if r not in error.instance]
+        return FieldError(
+            path=field_path([*path, *missing[:1]]), type="Required", detail="Required value"
+        )
+    if error.validator == "enum":
+        return FieldError(
+            path=field_path(path),
+            type="NotSupported",
+            detail=f"Unsupported value: {error.instance!r}",
+        )
+    return FieldError(
+        path=field_path(path),
+        type="Invalid",
+        detail=f"Invalid value: {_short(error.instance)}: {error.message}",
+    )
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) < 60 else text[:57] + "..."
+
+
+def field_path(parts: list[Any]) -> str:
+    """Kubernetes field notation: ``spec.containers[0].name``."""
+    out = ""
+    for p in parts:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        else:
+            out += f".{p}" if out else str(p)
+    return out or "<root>"
+
+
+@functools.cache
+def _definitions() -> dict[str, Any]:
+    root = importlib_resources.files("kubernetes_validate") / "kubernetes-json-schema"
+    text = (root / f"{SCHEMA_VERSION}-local" / "_definitions.json").read_text()
+    defs: dict[str, Any] = json.loads(text)["$defs"]
+    return defs
+
+
+@functools.cache
+def builtin_validator(definition: str) -> SchemaValidator:
+    """The cached validator of a built-in kind's definition (``io.k8s.api.core.v1.Pod``)."""
+    schema = {"$ref": f"#/$defs/{definition}", "$defs": _definitions()}
+    return SchemaValidator(schema)
+
+
+def metadata_errors(obj: dict[str, Any], *, plural: str, namespaced: bool) -> list[FieldError]:
+    """Rules on ``metadata`` that kube-apiserver enforces for every kind."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return [FieldError(path="metadata", type="Required", detail="Required value")]
+    errors = _name_errors(meta.get("name"), plural=plural)
+    errors += _label_errors(meta.get("labels"))
+    if not namespaced and meta.get("namespace"):
+        errors.append(
+            FieldError(
+                path="metadata.namespace", type="Forbidden", detail="not allowed on this type"
+            )
+        )
+    return errors
+
+
+def _name_errors(name: Any, *, plural: str) -> list[FieldError]:
+    if not name:
+        return [
+            FieldError(
+                path="metadata.name", type="Required", detail="name or generateName is required"
+            )
+        ]
+    if not isinstance(name, str):
+        return [FieldError(path="metadata.name", type="Invalid", detail="must be a string")]
+    if plural in LABEL_NAMED:
+        if len(name) > 63 or not _LABEL.match(name):
+            return [
+                FieldError(
+                    path="metadata.name",
+                    type="Invalid",
+                    detail=f"Invalid value: {name!r}: a lowercase RFC 1123 label "
+                    "must consist of lower case alphanumeric characters or '-'",
+                )
+            ]
+        return []
+    if len(name) > 253 or not _SUBDOMAIN.match(name):
+        return [
+            FieldError(
+                path="metadata.name",
+                type="Invalid",
+                detail=f"Invalid value: {name!r}: a lowercase RFC 1123 subdomain "
+                "must consist of lower case alphanumeric characters, '-' or '.'",
+            )
+        ]
+    return []
+
+
+def _label_errors(labels: Any) -> list[FieldError]:
+    if labels is None:
+        return []
+    if not isinstance(labels, dict):
+        return [FieldError(path="metadata.labels", type="Invalid", detail="must be a map")]
+    errors = []
+    for k, v in labels.items():
+        name = k.rsplit("/", 1)[-1]
+        if len(name) > 63 or not _QUALIFIED_NAME.match(name):
+            errors.append(
+                FieldError(
+                    path="metadata.labels",
+                    type="Invalid",
+                    detail=f"Invalid value: {k!r}: name part must be valid",
+                )
+            )
+        if not isinstance(v, str) or len(v) > 63 or not _LABEL_VALUE.match(v):
+            errors.append(
+                FieldError(
+                    path="metadata.labels",
+                    type="Invalid",
+                    detail=f"Invalid value: {v!r}: a valid label must be an "
+                    "empty string or consist of alphanumeric characters",
+                )
+            )
+    return errors

@@ -1,0 +1,235 @@
+"""CREATE, UPDATE (PUT) and PATCH of objects and of their ``status`` and ``scale``.
+
+Each handler reads the newest version (``Store.latest``), checks, and queues the write with no
+``await`` in between, so checks and write are atomic on the event loop; it then awaits
+durability before answering. Optimistic concurrency: a body ``resourceVersion`` that is not
+the stored one is a 409 Conflict; an update without one is unconditional, as kube-apiserver
+allows for these kinds. An update that changes nothing is not written (no new
+resourceVersion), as in kube-apiserver.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+
+from trainop.local import store
+
+from . import admission, crds, deletion, objects, patch, reads, status
+from .call import ApiState, Call
+
+_NAMESPACES = "core/namespaces"
+_AUTO_NAMESPACES = frozenset({"default"})
+
+
+def _respond(stored: store.Stored, call: Call, *, code: int, warnings: list[str]) -> web.Response:
+    resp = reads.respond(reads.render(call.rt, stored), code=code)
+    for w in warnings:
+        resp.headers.add("Warning", f'299 - "{w}"')
+    return resp
+
+
+async def create(state: ApiState, call: Call) -> web.Response:
+    """POST to a collection: 201 with the stored object."""
+    obj = call.json_body()
+    admission.check_type(call.rt, obj)
+    meta = admission.check_metadata(call, obj)
+    if call.rt.namespaced:
+        await _ensure_namespace(state, call.namespace or "")
+    if not meta.get("name") and meta.get("generateName"):
+        meta["name"] = objects.generated_name(str(meta["generateName"]))
+    objects.prepare_create(call.rt, obj, namespace=call.namespace, now=state.clock())
+    warnings = admission.admit(state, call, obj)
+    objects.initial_status(call.rt, obj)
+    is_crd = call.rt.store_key == crds.CRD_STORE_KEY
+    if is_crd:
+        _admit_crd(call, obj)
+    key = call.key(str(meta["name"]))
+    if state.store.latest(key) is not None:
+        raise status.already_exists(call.rt, key.name)
+    if call.query.get("dryRun"):
+        return reads.respond(store.encode(obj), code=201)
+    stored = await state.store.put(key, obj)
+    if is_crd:
+        crds.install(state, stored.obj)
+    return _respond(stored, call, code=201, warnings=warnings)
+
+
+def _admit_crd(call: Call, obj: dict[str, Any]) -> None:
+    errors = crds.errors(obj)
+    if errors:
+        raise status.invalid(call.rt, str(obj["metadata"].get("name", "")), errors)
+    crds.accept(obj)
+
+
+async def _ensure_namespace(state: ApiState, namespace: str) -> None:
+    key = store.Key(resource=_NAMESPACES, namespace="", name=namespace)
+    current = state.store.latest(key)
+    if current is None and namespace in _AUTO_NAMESPACES:
+        ns: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": namespace},
+        }
+        rt = state.registry.find(group="", version="v1", plural="namespaces")
+        assert rt is not None
+        objects.prepare_create(rt, ns, namespace=None, now=state.clock())
+        objects.initial_status(rt, ns)
+        if state.store.latest(key) is None:
+            await state.store.put(key, ns)
+        return
+    if current is None:
+        raise status.namespace_not_found(namespace)
+    if current.obj["metadata"].get("deletionTimestamp"):
+        raise status.forbidden(
+            f"unable to create new content in namespace {namespace} because it is being terminated"
+        )
+
+
+async def update(state: ApiState, call: Call) -> web.Response:
+    """PUT of an object or its status: 200 with the stored object."""
+    obj = call.json_body()
+    admission.check_type(call.rt, obj)
+    admission.check_metadata(call, obj)
+    current = _current(state, call)
+    return await _write(state, call, current, obj)
+
+
+async def patch_(state: ApiState, call: Call) -> web.Response:
+    """PATCH of an object or its status in one of the accepted patch formats."""
+    ctype = _patch_type(call)
+    current = _current(state, call)
+    old = json.loads(current.raw)
+    patched = patch.apply(ctype, old, call.body)
+    if not isinstance(patched.get("metadata"), dict):
+        raise status.RequestError("metadata must be an object", status=422, reason="Invalid")
+    if patched.get("apiVersion") != call.rt.api_version or patched.get("kind") != call.rt.kind:
+        admission.check_type(call.rt, patched)
+    return await _write(state, call, current, patched)
+
+
+def _patch_type(call: Call) -> str:
+    ctype = call.content_type
+    accepted = [patch.JSON, patch.MERGE]
+    if call.rt.strategic_merge:
+        accepted.append(patch.STRATEGIC)
+    if ctype not in accepted:
+        raise status.unsupported_media_type(ctype, [*accepted, patch.APPLY])
+    return ctype
+
+
+def _current(state: ApiState, call: Call) -> store.Stored:
+    current = state.store.latest(call.key())
+    if current is None:
+        raise status.not_found(call.rt, call.name or "")
+    return current
+
+
+async def _write(
+    state: ApiState, call: Call, current: store.Stored, obj: dict[str, Any]
+) -> web.Response:
+    want_rv = obj.get("metadata", {}).get("resourceVersion")
+    if want_rv and want_rv != str(current.rv):
+        raise status.conflict(
+            call.rt,
+            call.name or "",
+            "the object has been modified; please apply your changes to the latest version "
+            "and try again",
+        )
+    old = json.loads(current.raw)
+    new = objects.prepare_update(call.rt, old, obj, subresource=call.subresource)
+    warnings = admission.admit(state, call, new)
+    new["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
+    if new == old:
+        return _respond(current, call, code=200, warnings=warnings)
+    if call.query.get("dryRun"):
+        return reads.respond(store.encode(new))
+    stored, removed = await deletion.store_or_finish(state, call.key(), new)
+    if call.rt.store_key == crds.CRD_STORE_KEY and not removed:
+        crds.install(state, stored.obj)
+    return _respond(stored, call, code=200, warnings=warnings)
+
+
+# ---- scale subresource -------------------------------------------------------------------
+
+
+def _path(dotted: str) -> list[str]:
+    return [p for p in dotted.split(".") if p]
+
+
+def _read_path(obj: dict[str, Any], dotted: str) -> Any:
+    cur: Any = obj
+    for part in _path(dotted):
+        cur = cur.get(part) if isinstance(cur, dict) else None
+    return cur
+
+
+def scale_of(call: Call, obj: dict[str, Any]) -> dict[str, Any]:
+    """The ``autoscaling/v1`` Scale view of a custom resource."""
+    assert call.rt.scale_paths is not None
+    spec_path, status_path, selector_path = call.rt.scale_paths
+    meta = obj["metadata"]
+    scale_status: dict[str, Any] = {"replicas": _read_path(obj, status_path) or 0}
+    selector = _read_path(obj, selector_path) if selector_path else None
+    if selector:
+        scale_status["selector"] = selector
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        },
+        "spec": {"replicas": _read_path(obj, spec_path) or 0},
+        "status": scale_status,
+    }
+
+
+def get_scale(state: ApiState, call: Call) -> web.Response:
+    """GET .../scale."""
+    current = state.store.get(call.key())
+    if current is None:
+        raise status.not_found(call.rt, call.name or "")
+    return reads.respond(store.encode(scale_of(call, current.obj)))
+
+
+async def write_scale(state: ApiState, call: Call) -> web.Response:
+    """PUT or PATCH .../scale: set the replicas path of the custom resource."""
+    current = _current(state, call)
+    old = json.loads(current.raw)
+    if call.request.method == "PATCH":
+        scale = patch.apply(_patch_type(call), scale_of(call, old), call.body)
+    else:
+        scale = call.json_body()
+    replicas = (scale.get("spec") or {}).get("replicas")
+    if not isinstance(replicas, int) or replicas < 0:
+        raise status.RequestError(
+            'Scale.autoscaling "' + (call.name or "") + '" is invalid: spec.replicas: '
+            "Invalid value: must be a non-negative integer",
+            status=422,
+            reason="Invalid",
+        )
+    assert call.rt.scale_paths is not None
+    *parents, leaf = _path(call.rt.scale_paths[0])
+    target = old
+    for part in parents:
+        target = target.setdefault(part, {})
+    target[leaf] = replicas
+    old["metadata"]["resourceVersion"] = scale.get("metadata", {}).get("resourceVersion")
+    main = Call(
+        rt=call.rt,
+        namespace=call.namespace,
+        name=call.name,
+        subresource=None,
+        query=call.query,
+        body=b"",
+        content_type="",
+        request=call.request,
+    )
+    await _write(state, main, current, old)
+    stored = state.store.get(call.key())
+    assert stored is not None
+    return reads.respond(store.encode(scale_of(call, stored.obj)))
