@@ -76,8 +76,8 @@ def _prune_map(
     embedded = root or bool(schema.get("x-kubernetes-embedded-resource"))
     for key in list(obj):
         child_path = f"{path}.{key}" if path else key
-        if embedded and key in _ROOT_KEEP and key not in props:
-            continue
+        if embedded and key in _ROOT_KEEP:
+            continue  # apiVersion, kind and metadata are the server's, never pruned by a schema
         sub = props.get(key, extra if isinstance(extra, dict) else None)
         if obj[key] is None and not (sub or {}).get("nullable"):
             del obj[key]
