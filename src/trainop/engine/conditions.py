@@ -34,6 +34,13 @@ def _flip_running(conditions: Conditions) -> Conditions:
     )
 
 
+def _dropped_by(condition_type: str) -> set[str]:
+    """Types removed when ``condition_type`` is appended: itself, and Running/Restarting
+    replace each other."""
+    exclusive = {RUNNING: RESTARTING, RESTARTING: RUNNING}
+    return {condition_type, *((exclusive[condition_type],) if condition_type in exclusive else ())}
+
+
 def set_condition(
     conditions: Conditions,
     *,
@@ -50,24 +57,13 @@ def set_condition(
     if current is not None and current.status == status and current.reason == reason:
         return conditions, ()
     new = JobCondition.model_validate(
-        {
-            "type": type,
-            "status": status,
-            "reason": reason,
-            "message": message,
-            "lastUpdateTime": now,
-            "lastTransitionTime": now,
-        }
-    )
+        {"type": type, "status": status, "reason": reason, "message": message,
+         "lastUpdateTime": now, "lastTransitionTime": now}
+    )  # fmt: skip
     if current is not None and current.status == status:
         new = new.model_copy(update={"last_transition_time": current.last_transition_time})
         return tuple(new if c.type == type else c for c in conditions), (_event(new),)
-    drop = {
-        type,
-        *((RESTARTING,) if type == RUNNING else ()),
-        *((RUNNING,) if type == RESTARTING else ()),
-    }
-    kept = tuple(c for c in conditions if c.type not in drop)
+    kept = tuple(c for c in conditions if c.type not in _dropped_by(type))
     if type in (SUCCEEDED, FAILED) and status == "True":
         kept = _flip_running(kept)
     return (*kept, new), (_event(new),)

@@ -10,26 +10,21 @@ PodGroup is admitted (has a phase other than Pending).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
+from trainop.api.kinds import info_of
 from trainop.api.types import Job
-from trainop.engine import naming
+from trainop.engine import naming, quantities
 from trainop.engine.actions import Event, Wire
-from trainop.frameworks.base import Replica, containers_of, total_replicas
+from trainop.frameworks.base import Replica, containers_of, replicas_of, total_replicas
 
 SCHEDULER_NAME_WARNING = Event(
     "Warning",
     "SetPodTemplateSchedulerName",
     "Another scheduler is specified when gang-scheduling is enabled and it will not be overwritten",
 )
-_SUFFIXES = {"m": Decimal("0.001"), "k": Decimal(10**3), "M": Decimal(10**6), "G": Decimal(10**9),
-             "T": Decimal(10**12), "Ki": Decimal(2**10), "Mi": Decimal(2**20),
-             "Gi": Decimal(2**30), "Ti": Decimal(2**40)}  # fmt: skip
-_QUANTITY = re.compile(r"^([0-9.]+)([a-zA-Z]*)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,30 +49,30 @@ def scheduler_for(name: str) -> GangScheduler | None:
     return GangScheduler("volcano" if name.lower() == "volcano" else name) if name else None
 
 
-def _quantity(value: object) -> Decimal:
-    match = _QUANTITY.match(str(value))
-    if match is None:
-        return Decimal(0)
-    return Decimal(match.group(1)) * _SUFFIXES.get(match.group(2), Decimal(1))
-
-
-def _render(value: Decimal) -> str:
-    return str(int(value)) if value == value.to_integral_value() else f"{int(value * 1000)}m"
+def _requested(container: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A container's requests, or its limits when it sets no requests at all (upstream)."""
+    resources = container.get("resources") or {}
+    requests = resources.get("requests")
+    return (resources.get("limits") if requests is None else requests) or {}
 
 
 def min_resources(job: Job, min_member: int) -> dict[str, str]:
-    """Summed requests (or limits) of the first ``min_member`` pods' regular containers."""
-    total: dict[str, Decimal] = {}
+    """Summed requests (or limits) of the first ``min_member`` pods' regular containers,
+    replica types in the kind's order (quirk 7: upstream's priority order never worked)."""
+    specs = job.spec.replica_specs
+    known = info_of(job).replica_types
+    total: dict[str, quantities.Quantity] = {}
     budget = min_member
-    for spec in job.spec.replica_specs.values():
-        count = min(budget, 1 if spec.replicas is None else spec.replicas)
+    for rt in [*(t for t in known if t in specs), *(t for t in specs if t not in known)]:
+        count = min(budget, replicas_of(job, rt))
         budget -= count
-        for container in containers_of(spec.template):
-            resources = container.get("resources") or {}
-            wanted = resources.get("requests") or resources.get("limits") or {}
-            for key, value in wanted.items():
-                total[key] = total.get(key, Decimal(0)) + _quantity(value) * count
-    return {key: _render(value) for key, value in sorted(total.items())}
+        if count == 0:
+            continue  # no pod of this type counts towards minMember: adds nothing, not zeros
+        for container in containers_of(specs[rt].template):
+            for key, value in _requested(container).items():
+                added = quantities.parse(value) * count
+                total[key] = total[key] + added if key in total else added
+    return {key: quantities.render(value) for key, value in sorted(total.items())}
 
 
 def pod_group(job: Job, gang: GangScheduler, observed: Mapping[str, Any] | None) -> Wire:

@@ -3,7 +3,8 @@
 ``Observed`` holds what a Kubernetes client returned for the job's own objects: pods, services,
 its PodGroup and the extra objects plugins ask for (HPA, ConfigMap, RBAC). ``pod_views`` projects
 pods onto ``PodView``: replica (type in spec-key casing, index), phase, whether it is terminating,
-the default container's exit code and the total container restart count.
+the default container's exit code, the total container restart count and the problems its
+containers or conditions report (spec 4.8: what ``pod_events`` turns into Warning events).
 
 Invariants: input dicts are only read, never mutated; pods whose labels do not map to a replica
 of the job are ignored (as upstream ignores unparsable indexes).
@@ -33,6 +34,14 @@ class Observed:
 
 
 @dataclass(frozen=True, slots=True)
+class PodProblem:
+    """Something abnormal a pod reports: the Kubernetes reason and upstream's message."""
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class PodView:
     """What the engine needs to know about one observed pod."""
 
@@ -42,6 +51,7 @@ class PodView:
     terminating: bool
     exit_code: int | None
     restarts: int
+    problems: tuple[PodProblem, ...] = ()
 
     @property
     def outcome(self) -> PodOutcome:
@@ -81,6 +91,38 @@ def _restarts(status: Raw) -> int:
     return sum(int(entry.get("restartCount") or 0) for entry in entries)
 
 
+def _container_problems(pod: str, entries: list[Raw]) -> list[PodProblem]:
+    found = []
+    for entry in entries:
+        state, container = entry.get("state") or {}, entry.get("name")
+        terminated, waiting = state.get("terminated") or {}, state.get("waiting") or {}
+        if terminated and int(terminated.get("exitCode") or 0) != 0:
+            text = (
+                f"Error pod {pod} container {container} exitCode: {terminated.get('exitCode')}"
+                f" terminated message: {terminated.get('message', '')}"
+            )
+            found.append(PodProblem(str(terminated.get("reason") or ""), text))
+        if waiting.get("message"):
+            text = f"Error pod {pod} container {container} waiting message: {waiting['message']}"
+            found.append(PodProblem(str(waiting.get("reason") or ""), text))
+    return found
+
+
+def _problems(pod: str, status: Raw) -> tuple[PodProblem, ...]:
+    """Spec 4.8: container states, else init container states, else the latest condition."""
+    for key in ("containerStatuses", "initContainerStatuses"):
+        if status.get(key):
+            return tuple(_container_problems(pod, status[key]))
+    entries = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
+    if not entries:
+        return ()
+    latest = max(entries, key=lambda c: str(c.get("lastTransitionTime") or ""))
+    if latest.get("status") == "True":
+        return ()
+    text = f"Error pod {pod} condition message: {latest.get('message', '')}"
+    return (PodProblem(str(latest.get("reason") or ""), text),)
+
+
 def pod_views(observed: Observed, job: Job, framework: Framework) -> tuple[PodView, ...]:
     """Views of the observed pods that belong to a replica of ``job``, sorted by name."""
     views = []
@@ -88,15 +130,16 @@ def pod_views(observed: Observed, job: Job, framework: Framework) -> tuple[PodVi
         replica = _replica(pod, job, framework)
         if replica is None:
             continue
-        status = pod.get("status") or {}
+        status, name = pod.get("status") or {}, name_of(pod)
         views.append(
             PodView(
-                name=name_of(pod),
+                name=name,
                 replica=replica,
                 phase=str(status.get("phase") or "Pending"),
                 terminating=bool((pod.get("metadata") or {}).get("deletionTimestamp")),
                 exit_code=_exit_code(status, framework.info.default_container),
                 restarts=_restarts(status),
+                problems=_problems(name, status),
             )
         )
     return tuple(sorted(views, key=lambda view: view.name))

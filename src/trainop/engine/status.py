@@ -14,7 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from trainop.api.types import FAILED, RESTARTING, RUNNING, SUCCEEDED, Job, ReplicaStatus
+from trainop.api.types import (
+    FAILED,
+    RESTARTING,
+    RUNNING,
+    SUCCEEDED,
+    Job,
+    JobStatus,
+    ReplicaStatus,
+)
 from trainop.engine import conditions, naming, policies
 from trainop.engine.actions import Event
 from trainop.engine.observed import PodView
@@ -76,6 +84,17 @@ def replica_statuses(
     return result
 
 
+def without_active(current: JobStatus, into: str | None) -> dict[str, ReplicaStatus]:
+    """Replica statuses with ``active`` zeroed (and added to ``into`` when given)."""
+    result = {}
+    for rt, counts in (current.replica_statuses or {}).items():
+        update: dict[str, object] = {"active": None}
+        if into is not None and counts.active:
+            update[into] = (getattr(counts, into) or 0) + counts.active
+        result[rt] = counts.model_copy(update=update)
+    return result
+
+
 def _messages(framework: Framework, primary: str | None) -> tuple[str, str]:
     messages: Messages = framework.messages
     if primary == "Worker":
@@ -96,6 +115,29 @@ def _has_succeeded(
     return rule is not None and rule(job=job, pods=tuple(p.outcome for p in pods))
 
 
+def _wanted(
+    job: Job,
+    framework: Framework,
+    tallies: dict[str, Tally],
+    pods: tuple[PodView, ...],
+) -> list[tuple[str, str]]:
+    """The (condition type, message) pairs this reconcile sets, in order."""
+    primary = framework.primary_type(job)
+    running, succeeded = _messages(framework, primary)
+    words = {"kind": framework.kind, "name": job.metadata.name, "namespace": job.metadata.namespace}
+    found: list[tuple[str, str]] = []
+    retrying = [(rt, t.retrying) for rt, t in tallies.items() if t.retrying]
+    if retrying:
+        rtype, count = retrying[0]
+        restarting = framework.messages.restarting
+        found.append((RESTARTING, restarting.format(**words, rtype=rtype, count=count)))
+    elif primary is not None and tallies[primary].active > 0:
+        found.append((RUNNING, running.format(**words)))
+    if _has_succeeded(job, framework, primary, tallies, pods):
+        return [*found, (SUCCEEDED, succeeded.format(**words))]
+    return found + _failures(job, framework, tallies, words)
+
+
 def conditions_for(
     job: Job,
     framework: Framework,
@@ -105,24 +147,8 @@ def conditions_for(
     now: datetime,
 ) -> tuple[conditions.Conditions, tuple[Event, ...]]:
     """The job's conditions after this reconcile, and the transition events."""
-    primary = framework.primary_type(job)
-    running, succeeded = _messages(framework, primary)
-    words = {"kind": framework.kind, "name": job.metadata.name, "namespace": job.metadata.namespace}
-    found: list[tuple[str, str]] = []
-    retrying = [(rt, t.retrying) for rt, t in tallies.items() if t.retrying]
-    if retrying:
-        text = framework.messages.restarting.format(
-            **words, rtype=retrying[0][0], count=retrying[0][1]
-        )
-        found.append((RESTARTING, text))
-    elif primary is not None and tallies[primary].active > 0:
-        found.append((RUNNING, running.format(**words)))
-    if _has_succeeded(job, framework, primary, tallies, pods):
-        found.append((SUCCEEDED, succeeded.format(**words)))
-    else:
-        found += _failures(job, framework, tallies, words)
     events: tuple[Event, ...] = ()
-    for condition_type, message in found:
+    for condition_type, message in _wanted(job, framework, tallies, pods):
         reason = f"{framework.kind}{condition_type}"
         current, new_events = conditions.set_condition(
             current, type=condition_type, reason=reason, message=message, now=now

@@ -1,0 +1,105 @@
+"""The job's children in a running pass: PodGroup, extra objects, pods and Services.
+
+Each ``sync_*`` compares what should exist with what was observed and appends the difference:
+missing objects are created, changed PodGroups and extra objects updated, pods and Services of
+indexes at or beyond ``replicas`` deleted (scale-down). Replicas are created in the plugin's
+creation order. Bodies come from ``desired`` (and ``gang.decorate`` under gang scheduling).
+"""
+
+from __future__ import annotations
+
+from trainop.engine import desired, gang, naming
+from trainop.engine.actions import Create, Delete, Update, Wire
+from trainop.engine.draft import Draft, delete_pod
+from trainop.engine.observed import name_of
+from trainop.frameworks.base import FrameworkOptions, Replica, replicas_of
+from trainop.frameworks.topology import Topology
+
+
+def sync_pod_group(draft: Draft, scheduler: gang.GangScheduler) -> bool:
+    """Create or update the PodGroup; False while Volcano has not admitted it."""
+    current = draft.observed.pod_group
+    wanted = gang.pod_group(draft.job, scheduler, current)
+    if current is None:
+        draft.actions.append(Create(wanted))
+    elif current.get("spec") != wanted["spec"]:
+        draft.actions.append(Update(wanted))
+    return gang.is_admitted(scheduler, current)
+
+
+def _differs(current: object, wanted: Wire) -> bool:
+    if not isinstance(current, dict):
+        return True
+    skip = ("metadata", "status", "apiVersion", "kind")
+    return any(current.get(key) != value for key, value in wanted.items() if key not in skip)
+
+
+def sync_extra_objects(draft: Draft, options: FrameworkOptions) -> None:
+    """Create the plugin's extra objects that are missing, update those that differ."""
+    rule = draft.framework.extra_objects
+    if rule is None:
+        return
+    running = frozenset(p.name for p in draft.pods if p.phase == "Running" and not p.terminating)
+    current = {(str(o.get("kind")), name_of(o)): o for o in draft.observed.objects}
+    for obj in rule(job=draft.job, running_pods=running, options=options):
+        meta = obj.get("metadata") or {}
+        extra = {key: value for key, value in meta.items() if key != "name"}
+        body = {**obj, "metadata": naming.owned_metadata(draft.job, meta["name"], **extra)}
+        found = current.get((str(obj["kind"]), meta["name"]))
+        if found is None:
+            draft.actions.append(Create(body))
+        elif _differs(found, body):
+            draft.actions.append(Update(body))
+
+
+def _replicas(draft: Draft) -> list[Replica]:
+    """Every replica the job should have, in the plugin's creation order."""
+    specs, framework = draft.job.spec.replica_specs, draft.framework
+    order = [rt for rt in framework.creation_order or framework.info.replica_types if rt in specs]
+    order += [rt for rt in specs if rt not in order]
+    return [
+        Replica(rt, None) if rt in framework.unindexed_types else Replica(rt, index)
+        for rt in order
+        for index in range(replicas_of(draft.job, rt) if rt not in framework.unindexed_types else 1)
+    ]
+
+
+def sync_pods(
+    draft: Draft,
+    topology: Topology,
+    options: FrameworkOptions,
+    scheduler: gang.GangScheduler | None,
+) -> None:
+    """Create the pods of replicas without any pod; delete pods beyond ``replicas``."""
+    wanted = _replicas(draft)
+    present = {pod.replica for pod in draft.pods}
+    for pod in draft.pods:
+        if pod.replica not in wanted:
+            delete_pod(draft, pod)
+    for replica in wanted:
+        if replica in present:
+            continue
+        body, warnings = desired.pod(
+            job=draft.job, framework=draft.framework, replica=replica,
+            topology=topology, options=options,
+        )  # fmt: skip
+        if scheduler is not None:
+            body, more = gang.decorate(draft.job, replica, body, scheduler)
+            warnings += more
+        draft.actions.append(Create(body))
+        draft.events += warnings
+
+
+def sync_services(draft: Draft) -> None:
+    """One headless Service per replica; Services of replicas beyond ``replicas`` deleted."""
+    if not draft.framework.creates_services:
+        return
+    wanted = {naming.pod_name(draft.job, replica): replica for replica in _replicas(draft)}
+    present = {name_of(service) for service in draft.observed.services}
+    for name in sorted(present - set(wanted)):
+        if not draft.actions.count(Delete("v1", "Service", name)):
+            draft.actions.append(Delete("v1", "Service", name))
+    for name, replica in wanted.items():
+        if name not in present:
+            body = desired.service(job=draft.job, framework=draft.framework, replica=replica)
+            draft.actions.append(Create(body))
