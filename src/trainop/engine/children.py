@@ -20,6 +20,7 @@ def sync_pod_group(draft: Draft, scheduler: gang.GangScheduler) -> bool:
     """Create or update the PodGroup; False while Volcano has not admitted it."""
     current = draft.observed.pod_group
     wanted = gang.pod_group(draft.job, scheduler, current)
+    wanted["metadata"]["labels"] = naming.job_labels(draft.job, draft.framework)
     if current is None:
         draft.actions.append(Create(wanted))
     elif current.get("spec") != wanted["spec"]:
@@ -44,6 +45,8 @@ def sync_extra_objects(draft: Draft, options: FrameworkOptions) -> None:
     for obj in rule(job=draft.job, running_pods=running, options=options):
         meta = obj.get("metadata") or {}
         extra = {key: value for key, value in meta.items() if key != "name"}
+        labels = naming.job_labels(draft.job, draft.framework)
+        extra["labels"] = {**(meta.get("labels") or {}), **labels}
         body = {**obj, "metadata": naming.owned_metadata(draft.job, meta["name"], **extra)}
         found = current.get((str(obj["kind"]), meta["name"]))
         if found is None:
