@@ -29,6 +29,10 @@ class Clock(Protocol):
         """Run ``callback`` after ``delay`` seconds (at once when ``delay <= 0``)."""
         ...
 
+    async def sleep(self, delay: float) -> None:
+        """Wait ``delay`` seconds of this clock's time."""
+        ...
+
 
 class LoopClock:
     """The real clock: wall time from the system, timers on the running event loop."""
@@ -38,6 +42,9 @@ class LoopClock:
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
         return asyncio.get_running_loop().call_later(max(delay, 0.0), callback)
+
+    async def sleep(self, delay: float) -> None:
+        await asyncio.sleep(max(delay, 0.0))
 
 
 @dataclass(order=True)
@@ -67,6 +74,17 @@ class FakeClock:
         timer = _Scheduled(self._elapsed + max(delay, 0.0), next(self._sequence), callback)
         heapq.heappush(self._timers, timer)
         return timer
+
+    async def sleep(self, delay: float) -> None:
+        """Resolves when ``advance`` moves time past ``delay`` from now."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def wake() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        self.call_later(delay, wake)
+        await done
 
     def advance(self, seconds: float) -> None:
         """Move time forward, firing every timer that falls due, in order."""

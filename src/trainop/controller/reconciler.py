@@ -24,6 +24,7 @@ from trainop.api.types import Job, JobStatus
 from trainop.controller.caches import OwnedObjects
 from trainop.controller.clock import Clock
 from trainop.controller.events import EventRecorder
+from trainop.controller.metrics import Metrics
 from trainop.engine import plan as engine
 from trainop.engine.actions import Action, Create, Delete, DeleteJob, Event, Update
 from trainop.frameworks.base import Framework
@@ -54,6 +55,7 @@ class JobReconciler:
         clock: Clock,
         recorder: EventRecorder,
         options: engine.EngineOptions | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self._client = client
         self._jobs = jobs
@@ -64,6 +66,7 @@ class JobReconciler:
         self._clock = clock
         self._recorder = recorder
         self._options = options or engine.EngineOptions()
+        self._metrics = metrics or Metrics()
         self.status_writes = 0
 
     async def reconcile(self, key: str) -> Result:
@@ -103,6 +106,9 @@ class JobReconciler:
             if isinstance(action, Create | Delete | DeleteJob):
                 await self._record(job, action.outcome_event(str(exc)))
             raise
+        if isinstance(action, DeleteJob):
+            labels = {"job_namespace": namespace or "", "framework": self._info.framework}
+            self._metrics.jobs_deleted.labels(**labels).inc()
         if isinstance(action, Create | Delete | DeleteJob):
             await self._record(job, action.outcome_event())
 
@@ -127,7 +133,8 @@ class JobReconciler:
             )
 
     async def _write_status(self, raw: Obj, job: Job, status: JobStatus) -> None:
-        if status == (job.status or JobStatus()):
+        old = job.status or JobStatus()
+        if status == old:
             return
         body = copy.deepcopy(raw)
         body["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -138,6 +145,12 @@ class JobReconciler:
             subresource="status",
         )
         self.status_writes += 1
+        self._metrics.count_transitions(
+            namespace=raw["metadata"].get("namespace", ""),
+            framework=self._info.framework,
+            old=old,
+            new=status,
+        )
 
     async def _record(self, job: Obj, event: Event) -> None:
         await self._recorder.record(job, event, component=self._info.controller_name)
