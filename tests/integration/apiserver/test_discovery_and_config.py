@@ -1,0 +1,70 @@
+"""Discovery, health, the written kubeconfig, and status-subresource rules of built-in kinds."""
+
+from __future__ import annotations
+
+import copy
+import stat
+
+import kubernetes
+from kubernetes import client
+
+from . import drivers
+from .conftest import RunningServer
+from .drivers import Driver
+from .test_scenarios import CRD, eventually, is_gone, obj
+
+
+def test_kubeconfig_is_private_and_loads_unchanged(api: RunningServer) -> None:
+    mode = stat.S_IMODE(api.kubeconfig.stat().st_mode)
+    assert mode == 0o600
+    kubernetes.config.load_kube_config(config_file=str(api.kubeconfig))
+    version = client.VersionApi().get_code()
+    assert version.git_version.startswith("v1.")
+
+
+def test_discovery_lists_built_in_and_custom_resources(driver: Driver, api: RunningServer) -> None:
+    ac = kubernetes.config.new_client_from_config(config_file=str(api.kubeconfig))
+    core = {r.name: r for r in client.CoreV1Api(ac).get_api_resources().resources}
+    assert core["pods"].namespaced
+    assert core["pods"].kind == "Pod"
+    assert "po" in core["pods"].short_names
+    assert {"pods/status", "pods/log"} <= core.keys()
+    assert "watch" in core["configmaps"].verbs
+    assert not core["namespaces"].namespaced
+    names = [i["metadata"]["name"] for i in driver.list(drivers.CRDS)["items"]]
+    if CRD["metadata"]["name"] not in names:
+        driver.create(drivers.CRDS, copy.deepcopy(CRD))
+    groups = {g.name for g in client.ApisApi(ac).get_api_versions().groups}
+    assert {"kubeflow.org", "coordination.k8s.io", "apiextensions.k8s.io"} <= groups
+    custom = client.CustomObjectsApi(ac).get_api_resources("kubeflow.org", "v1")
+    by_name = {r.name: r for r in custom.resources}
+    assert by_name["pytorchjobs"].kind == "PyTorchJob"
+    assert {"pytorchjobs/status", "pytorchjobs/scale"} <= by_name.keys()
+
+
+def test_pod_status_subresource_rules(driver: Driver, ns: str) -> None:
+    created = driver.create(drivers.PODS, obj(drivers.PODS, "s"), ns)
+    assert created["status"]["phase"] == "Pending"
+    created["status"] = {"phase": "Running"}
+    created["spec"]["containers"][0]["image"] = "changed"
+    after_status = driver.replace(drivers.PODS, "s", created, ns, status=True)
+    assert after_status["status"]["phase"] == "Running"
+    assert after_status["spec"]["containers"][0]["image"] == "python:3.11"  # ignored
+    after_status["status"] = {"phase": "Failed"}
+    after_main = driver.replace(drivers.PODS, "s", after_status, ns)
+    assert after_main["status"]["phase"] == "Running"  # main resource ignores status
+    running = driver.list(drivers.PODS, ns, field_selector="status.phase=Running")
+    assert [i["metadata"]["name"] for i in running["items"]] == ["s"]
+
+
+def test_deleting_a_crd_stops_serving_its_resource(driver: Driver, ns: str) -> None:
+    crd = copy.deepcopy(CRD)
+    crd["metadata"]["name"] = "tfjobs.example.org"
+    crd["spec"]["group"] = "example.org"
+    crd["spec"]["names"] = {"plural": "tfjobs", "singular": "tfjob", "kind": "TFJob"}
+    driver.create(drivers.CRDS, crd)
+    tfjobs = drivers.Res("example.org", "v1", "tfjobs", "TFJob")
+    driver.create(tfjobs, obj(tfjobs, "t", spec={"image": "x"}), ns)
+    driver.delete(drivers.CRDS, "tfjobs.example.org")
+    eventually(lambda: is_gone(driver, drivers.CRDS, "tfjobs.example.org", ""))
+    assert is_gone(driver, tfjobs, "t", ns)
