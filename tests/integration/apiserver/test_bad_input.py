@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 from typing import Any
 
 import pytest
@@ -331,6 +332,17 @@ def test_health_and_version_need_no_token(raw: Raw) -> None:
         resp = conn.getresponse()
         resp.read()
         assert resp.status == 200, path
+
+
+def test_watch_ends_at_timeout_seconds(raw: Raw) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", raw.port, timeout=10)
+    started = time.monotonic()
+    path = "/api/v1/namespaces/default/secrets?watch=true&resourceVersion=0&timeoutSeconds=1"
+    conn.request("GET", path, headers={"Authorization": f"Bearer {raw.token}"})
+    resp = conn.getresponse()
+    assert resp.status == 200
+    assert resp.read() == b""  # no secrets, and the stream ended by itself
+    assert 0.9 < time.monotonic() - started < 5
 
 
 def test_watch_too_old_sends_error_event_with_410(raw: Raw) -> None:

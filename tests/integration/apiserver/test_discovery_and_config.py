@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import copy
 import stat
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
 
 import kubernetes
+import pytest
 from kubernetes import client
+
+from trainop.local.apiserver import LogRef
 
 from . import drivers
 from .conftest import RunningServer
@@ -68,3 +74,68 @@ def test_deleting_a_crd_stops_serving_its_resource(driver: Driver, ns: str) -> N
     driver.delete(drivers.CRDS, "tfjobs.example.org")
     eventually(lambda: is_gone(driver, drivers.CRDS, "tfjobs.example.org", ""))
     assert is_gone(driver, tfjobs, "t", ns)
+
+
+def test_many_concurrent_watchers_all_see_every_event(driver: Driver, ns: str) -> None:
+    start = driver.list(drivers.CONFIGMAPS, ns)["metadata"]["resourceVersion"]
+    results: list[list[str]] = []
+
+    def watch_one() -> None:
+        own = drivers.make(driver.name, kubeconfig)
+        try:
+            events = own.watch(drivers.CONFIGMAPS, ns, start, timeout=10, stop_after=3)
+            results.append([f"{t}:{o['metadata']['name']}" for t, o in events])
+        finally:
+            own.close()
+
+    kubeconfig = Path(driver_kubeconfig(driver))
+    threads = [threading.Thread(target=watch_one) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for name in ("a", "b", "c"):
+        driver.create(drivers.CONFIGMAPS, obj(drivers.CONFIGMAPS, name), ns)
+    for t in threads:
+        t.join(timeout=15)
+    assert len(results) == 20
+    assert all(r == ["ADDED:a", "ADDED:b", "ADDED:c"] for r in results)
+
+
+def driver_kubeconfig(driver: Driver) -> str:
+    """The kubeconfig a driver was made from (both keep it)."""
+    return str(driver.kubeconfig)
+
+
+def test_delete_collection_with_label_selector(api: RunningServer, ns: str) -> None:
+    core = client.CoreV1Api(
+        kubernetes.config.new_client_from_config(config_file=str(api.kubeconfig))
+    )
+    for name, team in (("x", "a"), ("y", "a"), ("z", "b")):
+        core.create_namespaced_config_map(
+            ns, {"metadata": {"name": name, "labels": {"team": team}}}
+        )
+    core.delete_collection_namespaced_config_map(ns, label_selector="team=a")
+    left = [c.metadata.name for c in core.list_namespaced_config_map(ns).items]
+    assert left == ["z"]
+
+
+def test_pod_log_options(api: RunningServer, driver: Driver, ns: str) -> None:
+    pod = obj(
+        drivers.PODS,
+        "two",
+        spec={"containers": [{"name": "a", "image": "i"}, {"name": "b", "image": "i"}]},
+    )
+    driver.create(drivers.PODS, pod, ns)
+    at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    api.call(lambda: api.logs.write(LogRef(namespace=ns, pod="two", container="b"), "hi", at=at))
+    core = client.CoreV1Api(
+        kubernetes.config.new_client_from_config(config_file=str(api.kubeconfig))
+    )
+    text = core.read_namespaced_pod_log("two", ns, container="b", timestamps=True)
+    assert text == "2026-01-02T03:04:05.000000Z hi\n"
+    with pytest.raises(client.ApiException) as no_container:
+        core.read_namespaced_pod_log("two", ns)
+    assert no_container.value.status == 400
+    assert "choose one of: [a b]" in no_container.value.body
+    with pytest.raises(client.ApiException) as no_previous:
+        core.read_namespaced_pod_log("two", ns, container="a", previous=True)
+    assert no_previous.value.status == 400
