@@ -325,6 +325,7 @@ class LightkubeDriver:
 
     def close(self) -> None:
         self._run(self.client.close())
+        self._run(self._loop.shutdown_asyncgens())  # watch/log streams left early
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
 
