@@ -98,6 +98,7 @@ class Driver(Protocol):
     """What scenarios may do; every method returns plain dicts."""
 
     name: str
+    kubeconfig: Path
 
     def create(
         self, res: Res, body: dict[str, Any], namespace: str | None = None
@@ -158,6 +159,7 @@ class OfficialDriver:
     name = "official"
 
     def __init__(self, kubeconfig: Path) -> None:
+        self.kubeconfig = kubeconfig
         self.client = config.new_client_from_config(config_file=str(kubeconfig))
         self._apis: dict[str, Any] = {
             "": client.CoreV1Api(self.client),
@@ -307,6 +309,7 @@ class LightkubeDriver:
     name = "lightkube"
 
     def __init__(self, kubeconfig: Path) -> None:
+        self.kubeconfig = kubeconfig
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
@@ -322,6 +325,7 @@ class LightkubeDriver:
 
     def close(self) -> None:
         self._run(self.client.close())
+        self._run(self._loop.shutdown_asyncgens())  # watch/log streams left early
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
 

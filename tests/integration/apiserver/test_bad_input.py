@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from .conftest import RunningServer
 from .test_scenarios import CRD
@@ -331,6 +334,17 @@ def test_health_and_version_need_no_token(raw: Raw) -> None:
         assert resp.status == 200, path
 
 
+def test_watch_ends_at_timeout_seconds(raw: Raw) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", raw.port, timeout=10)
+    started = time.monotonic()
+    path = "/api/v1/namespaces/default/secrets?watch=true&resourceVersion=0&timeoutSeconds=1"
+    conn.request("GET", path, headers={"Authorization": f"Bearer {raw.token}"})
+    resp = conn.getresponse()
+    assert resp.status == 200
+    assert resp.read() == b""  # no secrets, and the stream ended by itself
+    assert 0.9 < time.monotonic() - started < 5
+
+
 def test_watch_too_old_sends_error_event_with_410(raw: Raw) -> None:
     for i in range(105):  # the test server keeps 100 events of history
         body = json.dumps({"metadata": {"name": f"churn-{i}"}}).encode()
@@ -346,3 +360,70 @@ def test_watch_too_old_sends_error_event_with_410(raw: Raw) -> None:
     lines = [json.loads(line) for line in resp.read().splitlines() if line.strip()]
     assert lines[0]["type"] == "ERROR"
     assert (lines[0]["object"]["code"], lines[0]["object"]["reason"]) == (410, "Expired")
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+FIELDS = [
+    "metadata",
+    "spec",
+    "status",
+    "data",
+    "kind",
+    "apiVersion",
+    "containers",
+    "name",
+    "labels",
+    "ports",
+    "env",
+    "finalizers",
+    "ownerReferences",
+    "replicas",
+    "image",
+]
+
+
+def _mutate(value: Any, path: list[str], replacement: Any) -> Any:
+    if not path:
+        return replacement
+    out = dict(value) if isinstance(value, dict) else {}
+    out[path[0]] = _mutate(out.get(path[0]), path[1:], replacement)
+    return out
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    target=st.sampled_from([PODS, "/api/v1/namespaces/default/configmaps", JOBS]),
+    path=st.lists(st.sampled_from(FIELDS), min_size=1, max_size=3),
+    replacement=JSON_VALUES,
+    method=st.sampled_from(["POST", "PATCH-merge", "PATCH-strategic", "PATCH-json", "PUT"]),
+)
+def test_no_body_makes_the_server_fail(
+    raw: Raw, target: str, path: list[str], replacement: Any, method: str
+) -> None:
+    base = json.loads(pod() if target == PODS else job() if target == JOBS else b"{}")
+    body = _mutate(base, path, replacement)
+    headers = {"Content-Type": PATCH_HEADERS.get(method, "application/json")}
+    verb = method.split("-")[0]
+    where = target if verb == "POST" else f"{target}/existing"
+    payload = (
+        body
+        if method != "PATCH-json"
+        else [{"op": "replace", "path": "/" + "/".join(path), "value": replacement}]
+    )
+    code, status = raw.send(verb, where, json.dumps(payload).encode(), headers)
+    assert code < 500, status
+
+
+PATCH_HEADERS = {
+    "PATCH-merge": MERGE["Content-Type"],
+    "PATCH-strategic": SMP["Content-Type"],
+    "PATCH-json": JSONP["Content-Type"],
+}
