@@ -14,7 +14,9 @@ chained with ``raise ... from exc`` so the cause is never lost::
         ├── AlreadyExistsError     409 AlreadyExists
         ├── ConflictError          409 Conflict (stale resourceVersion)
         ├── GoneError              410 Gone (watch resourceVersion too old)
-        └── UnreachableError       the server could not be reached at all
+        ├── UnreachableError       the server could not be reached at all
+        └── local.apiserver.status.RequestError
+                                   a request the embedded API server refuses (rendered as Status)
 
 Module neighbours: ``api.validation`` produces the field errors that ``InvalidJobError`` carries.
 """

@@ -147,6 +147,9 @@ class Framework:
     creation_order: tuple[str, ...] = ()
     # Whether suspending the job deletes its extra objects (the elastic HPA) too.
     deletes_extras_on_suspend: bool = False
+    # (apiVersion, kind) of every object ``extra_objects`` may create, so the controller
+    # knows which resources to watch.
+    extra_kinds: tuple[tuple[str, str], ...] = ()
 
     @property
     def kind(self) -> str:

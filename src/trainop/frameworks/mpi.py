@@ -1,9 +1,8 @@
 """MPI (MPIJob, legacy kubectl-delivery design): launcher, idle workers, hostfile (spec 7.5).
 
-The launcher's first container gets the rsh-agent variables; workers run ``sleep 365d`` until
-``mpirun`` reaches them via ``kubexec.sh`` (``kubectl exec`` by pod name: no Services). Extra
-objects: ConfigMap ``<job>-config`` (``hostfile``, ``kubexec.sh``, ``discover_hosts.sh``) and the
-launcher's ServiceAccount, Role and RoleBinding. Only the launcher decides the outcome.
+The launcher gets the rsh-agent variables; workers idle until ``mpirun`` reaches them through
+``kubexec.sh`` (``kubectl exec`` by pod name: no Services). Extra objects (``_OWNED``): ConfigMap
+``<job>-config`` (hostfile, kubexec.sh, discover_hosts.sh) and the launcher's RBAC.
 """
 
 from __future__ import annotations
@@ -17,8 +16,8 @@ from trainop.frameworks.topology import Topology
 _CONFIG_VOLUME, _KUBECTL_VOLUME = "mpi-job-config", "mpi-job-kubectl"
 _CONFIG_MOUNT = {"name": _CONFIG_VOLUME, "mountPath": "/etc/mpi"}
 _KUBECTL_MOUNT = {"name": _KUBECTL_VOLUME, "mountPath": "/opt/kube"}
-
-
+_RBAC = "rbac.authorization.k8s.io/v1"
+_OWNED = (("v1", "ConfigMap"), ("v1", "ServiceAccount"), (_RBAC, "Role"), (_RBAC, "RoleBinding"))
 _KUBEXEC = "#!/bin/sh\nset -x\nPOD_NAME=$1\nshift\n/opt/kube/kubectl exec ${{POD_NAME}}{} -- "
 _KUBEXEC += '/bin/sh -c "$*"\n'
 
@@ -82,7 +81,7 @@ def _rbac(job: Job, account: str) -> list[Wire]:
     ]
     subject = {"kind": "ServiceAccount", "name": account, "namespace": job.metadata.namespace}
     ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role}
-    head = {"apiVersion": "rbac.authorization.k8s.io/v1", "metadata": _meta(job, "launcher")}
+    head = {"apiVersion": _RBAC, "metadata": _meta(job, "launcher")}
     return [
         {**head, "kind": "Role", "rules": rules},
         {**head, "kind": "RoleBinding", "subjects": [subject], "roleRef": ref},
@@ -147,4 +146,5 @@ FRAMEWORK = base.Framework(
     creates_services=False,
     unindexed_types=("Launcher",),
     creation_order=("Worker", "Launcher"),
+    extra_kinds=_OWNED,
 )

@@ -137,4 +137,5 @@ FRAMEWORK = base.Framework(
     decorate_pod=decorate_pod,
     extra_objects=extra_objects,
     deletes_extras_on_suspend=True,
+    extra_kinds=(("autoscaling/v2", "HorizontalPodAutoscaler"),),
 )

@@ -1,0 +1,213 @@
+"""The manager: informers, work queues and workers for every enabled job kind.
+
+Wiring (controller-runtime's, in asyncio):
+- one informer per enabled kind's jobs, and one per owned resource (pods, services, the gang
+  scheduler's PodGroups, ConfigMaps/RBAC for MPI, HPAs for PyTorch), label-selected to the
+  operator's own objects and indexed by controlling owner (``caches.OwnedObjects``);
+- a job event queues ``<ns>/<name>`` on its kind's queue; an owned-object event queues its
+  controlling owner's key on the owner kind's queue;
+- ``threads`` workers per kind take keys and run ``JobReconciler.reconcile``. The error policy
+  lives in one function (``_settle``): done → forget; requeue-after → ``add_after``;
+  ``TerminalError`` → forget (the reconciler explained it in an event); anything else → logged
+  once here with its traceback and retried with the key's exponential backoff.
+``ready`` turns true when every informer has synced (``/readyz``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from trainop import errors
+from trainop.api.kinds import KindInfo, kind_info
+from trainop.controller.caches import OwnedObjects
+from trainop.controller.clock import Clock
+from trainop.controller.events import EventRecorder
+from trainop.controller.metrics import Metrics
+from trainop.controller.queue import ShutDownError, WorkQueue
+from trainop.controller.reconciler import JobReconciler, Result
+from trainop.engine.gang import GangScheduler
+from trainop.engine.naming import JOB_NAME_LABEL
+from trainop.engine.plan import EngineOptions
+from trainop.frameworks.registry import REGISTRY, framework_for
+from trainop.frameworks.topology import ClusterTopology, Topology
+from trainop.kube import resources
+from trainop.kube.client import Client, Obj
+from trainop.kube.informer import Handlers, Informer
+
+log = logging.getLogger(__name__)
+
+OWNED_SELECTOR = JOB_NAME_LABEL  # "the label exists": every child the engine creates has it
+
+
+@dataclass(frozen=True, slots=True)
+class ManagerOptions:
+    """What to run: kinds (empty: all), namespace scope, workers per kind, engine options."""
+
+    kinds: tuple[str, ...] = ()
+    namespace: str | None = None
+    threads: int = 1
+    engine: EngineOptions = field(default_factory=EngineOptions)
+
+    def enabled(self) -> list[KindInfo]:
+        names = self.kinds or tuple(REGISTRY)
+        return [kind_info(name) for name in names]
+
+
+class Manager:
+    """Runs the controllers of the enabled kinds until cancelled."""
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        clock: Clock,
+        options: ManagerOptions,
+        metrics: Metrics | None = None,
+        topology: Topology | None = None,
+    ) -> None:
+        self._client = client
+        self._clock = clock
+        self._options = options
+        self.metrics = metrics or Metrics()
+        self._kinds = {info.kind: info for info in options.enabled()}
+        self.queues = {kind: WorkQueue(clock=clock) for kind in self._kinds}
+        self.jobs = {
+            kind: self._informer(resources.job_resource(i)) for kind, i in self._kinds.items()
+        }
+        self.owned = OwnedObjects(
+            pods=self._informer(resources.PODS, owned=True),
+            services=self._informer(resources.SERVICES, owned=True),
+            pod_groups=self._pod_group_informers(),
+            others=[self._informer(r, owned=True) for r in self._extra_resources()],
+        )
+        recorder = EventRecorder(client=client, clock=clock)
+        self.reconcilers = {
+            kind: JobReconciler(
+                client=client,
+                jobs=self.jobs[kind],
+                owned=self.owned,
+                framework=framework_for(kind),
+                topology=topology or ClusterTopology(),
+                clock=clock,
+                recorder=recorder,
+                options=options.engine,
+                metrics=self.metrics,
+            )
+            for kind in self._kinds
+        }
+        for kind, informer in self.jobs.items():
+            informer.add_handlers(Handlers(self._job_handler(kind)))
+        for informer in self.owned.all():
+            informer.add_handlers(Handlers(self._on_owned_change))
+
+    @property
+    def ready(self) -> bool:
+        return all(i.synced.is_set() for i in self.informers())
+
+    def informers(self) -> list[Informer]:
+        return [*self.jobs.values(), *self.owned.all()]
+
+    async def run(self) -> None:
+        """Start informers, wait for their first sync, then run the workers until cancelled."""
+        tasks = [asyncio.create_task(i.run()) for i in self.informers()]
+        try:
+            await asyncio.gather(*(i.synced.wait() for i in self.informers()))
+            log.info("caches synced; reconciling %s", ", ".join(self._kinds))
+            workers = [
+                self._worker(kind)
+                for kind in self._kinds
+                for _ in range(max(1, self._options.threads))
+            ]
+            tasks += [asyncio.create_task(w) for w in workers]
+            await asyncio.gather(*tasks)
+        finally:
+            for queue in self.queues.values():
+                queue.shut_down()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _informer(self, resource: resources.Resource, *, owned: bool = False) -> Informer:
+        return Informer(
+            self._client,
+            resource,
+            namespace=self._options.namespace,
+            label_selector=OWNED_SELECTOR if owned else "",
+            sleep=self._clock.sleep,
+        )
+
+    def _pod_group_informers(self) -> list[Informer]:
+        name = self._options.engine.gang_scheduler_name
+        if not name:
+            return []
+        is_volcano = GangScheduler(name).is_volcano
+        group = resources.VOLCANO_PODGROUPS if is_volcano else resources.COSCHEDULING_PODGROUPS
+        return [self._informer(group, owned=True)]
+
+    def _extra_resources(self) -> Iterable[resources.Resource]:
+        wanted: list[resources.Resource] = []
+        for kind in self._kinds:
+            for api_version, object_kind in framework_for(kind).extra_kinds:
+                wanted.append(resources.resource_for(api_version=api_version, kind=object_kind))
+        return list(dict.fromkeys(wanted))
+
+    def _job_handler(self, kind: str) -> Callable[[Obj | None, Obj | None], None]:
+        def on_change(old: Obj | None, new: Obj | None) -> None:
+            obj = new or old
+            if obj is not None:
+                self.queues[kind].add(_key(obj["metadata"].get("namespace", ""), obj))
+                self.metrics.queue_depth.labels(kind=kind).set(self.queues[kind].depth)
+
+        return on_change
+
+    def _on_owned_change(self, old: Obj | None, new: Obj | None) -> None:
+        obj = new or old
+        if obj is None:
+            return
+        for ref in obj["metadata"].get("ownerReferences") or []:
+            if ref.get("controller") and ref.get("kind") in self.queues:
+                namespace = obj["metadata"].get("namespace", "")
+                self.queues[ref["kind"]].add(f"{namespace}/{ref['name']}")
+
+    async def _worker(self, kind: str) -> None:
+        queue, reconciler = self.queues[kind], self.reconcilers[kind]
+        while True:
+            try:
+                key = await queue.get()
+            except ShutDownError:
+                return
+            started = time.perf_counter()
+            outcome = await self._settle(queue, key, reconciler)
+            self.metrics.reconcile_seconds.labels(kind=kind, outcome=outcome).observe(
+                time.perf_counter() - started
+            )
+            queue.done(key)
+            self.metrics.queue_depth.labels(kind=kind).set(queue.depth)
+
+    async def _settle(self, queue: WorkQueue, key: str, reconciler: JobReconciler) -> str:
+        """The error policy: reconcile ``key`` and decide what happens to it next."""
+        try:
+            result: Result = await reconciler.reconcile(key)
+        except errors.TerminalError as exc:
+            log.warning("%s: not retried: %s", key, exc)
+            queue.forget(key)
+            return "terminal"
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # worker boundary: log once with traceback, retry with backoff
+            delay = queue.add_rate_limited(key)
+            log.exception("%s: reconcile failed; retrying in %.3fs", key, delay)
+            return "error"
+        queue.forget(key)
+        if result.requeue_after is not None:
+            queue.add_after(key, result.requeue_after.total_seconds())
+            return "requeue"
+        return "done"
+
+
+def _key(namespace: str, obj: Obj) -> str:
+    return f"{namespace}/{obj['metadata']['name']}"

@@ -1,0 +1,125 @@
+"""The manager wires informers, queues and workers: every enabled kind converges."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from tests.unit.api.builders import manifest
+from trainop import errors
+from trainop.api.kinds import KINDS, kind_info
+from trainop.controller.clock import FakeClock
+from trainop.controller.manager import Manager, ManagerOptions
+from trainop.controller.queue import WorkQueue
+from trainop.kube.fake import FakeClient
+from trainop.kube.resources import PODS, job_resource
+
+
+async def eventually(predicate: Callable[[], Awaitable[bool]], *, timeout: float = 10) -> None:
+    async with asyncio.timeout(timeout):
+        while not await predicate():
+            await asyncio.sleep(0)
+
+
+def run(options: ManagerOptions, body: Callable[[FakeClient, FakeClock, Manager], Awaitable[None]]):
+    async def main() -> None:
+        client, clock = FakeClient(), FakeClock()
+        manager = Manager(client=client, clock=clock, options=options)
+        task = asyncio.create_task(manager.run())
+        try:
+            await body(client, clock, manager)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(main())
+
+
+async def pod_names(client: FakeClient) -> set[str]:
+    return {p["metadata"]["name"] for p in (await client.list(PODS)).items}
+
+
+def test_every_kind_gets_its_pods() -> None:
+    async def body(client: FakeClient, clock: FakeClock, manager: Manager) -> None:
+        for info in KINDS:
+            job = manifest(info.kind, name=info.plural[:-1])
+            await client.create(job_resource(info), job, namespace="default")
+        await eventually(lambda: _all_created(client))
+        assert manager.ready
+
+    async def _all_created(client: FakeClient) -> bool:
+        names = await pod_names(client)
+        return all(any(n.startswith(f"{i.plural[:-1]}-") for n in names) for i in KINDS)
+
+    run(ManagerOptions(), body)
+
+
+def test_a_failed_create_is_retried_after_backoff() -> None:
+    async def body(client: FakeClient, clock: FakeClock, manager: Manager) -> None:
+        await eventually(lambda: _is_ready(manager))
+        client.inject("create", errors.ApiError("throttled", status=429), resource=PODS)
+        await client.create(
+            job_resource(kind_info("JAXJob")), manifest("JAXJob"), namespace="default"
+        )
+        queue = manager.queues["JAXJob"]
+        await eventually(lambda: _failed_once(queue))
+        assert await pod_names(client) <= {"job-worker-1"}, "the first create failed"
+        clock.advance(1)
+        await eventually(lambda: _has(client, {"job-worker-0", "job-worker-1"}))
+
+    async def _is_ready(manager: Manager) -> bool:
+        return manager.ready
+
+    async def _failed_once(queue: object) -> bool:
+        assert isinstance(queue, WorkQueue)
+        return queue.failures("default/job") == 1
+
+    async def _has(client: FakeClient, names: set[str]) -> bool:
+        return names <= await pod_names(client)
+
+    run(ManagerOptions(kinds=("JAXJob",)), body)
+
+
+def test_enabled_kinds_limit_what_is_reconciled() -> None:
+    async def body(client: FakeClient, clock: FakeClock, manager: Manager) -> None:
+        await client.create(
+            job_resource(kind_info("TFJob")), manifest("TFJob", name="tf"), namespace="default"
+        )
+        await client.create(
+            job_resource(kind_info("PyTorchJob")),
+            manifest("PyTorchJob", name="pt"),
+            namespace="default",
+        )
+        await eventually(lambda: _has_pytorch(client))
+        assert not any(n.startswith("tf-") for n in await pod_names(client))
+        assert set(manager.queues) == {"PyTorchJob"}
+        assert ("watch", "tfjobs") not in client.calls
+
+    async def _has_pytorch(client: FakeClient) -> bool:
+        return "pt-worker-1" in await pod_names(client)
+
+    run(ManagerOptions(kinds=("pytorchjob",)), body)
+
+
+def test_pod_changes_requeue_their_owner() -> None:
+    async def body(client: FakeClient, clock: FakeClock, manager: Manager) -> None:
+        await client.create(
+            job_resource(kind_info("JAXJob")), manifest("JAXJob"), namespace="default"
+        )
+        await eventually(lambda: _pods(client, 2))
+        for name in ("job-worker-0", "job-worker-1"):
+            patch = {"status": {"phase": "Succeeded"}}
+            await client.patch(
+                PODS, name=name, namespace="default", patch=patch, subresource="status"
+            )
+        await eventually(lambda: _succeeded(client))
+
+    async def _pods(client: FakeClient, count: int) -> bool:
+        return len(await pod_names(client)) == count
+
+    async def _succeeded(client: FakeClient) -> bool:
+        job = await client.get(job_resource(kind_info("JAXJob")), name="job", namespace="default")
+        conditions = (job.get("status") or {}).get("conditions") or []
+        return any(c["type"] == "Succeeded" and c["status"] == "True" for c in conditions)
+
+    run(ManagerOptions(kinds=("JAXJob",)), body)
