@@ -12,6 +12,7 @@ import click
 import trainop
 from trainop.cli.local import local
 from trainop.cli.manifests import manifests
+from trainop.cli.operator import operator
 from trainop.cli.validate import validate
 
 
@@ -24,3 +25,4 @@ def main() -> None:
 main.add_command(manifests)
 main.add_command(validate)
 main.add_command(local)
+main.add_command(operator)
