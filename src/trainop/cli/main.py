@@ -26,3 +26,7 @@ main.add_command(manifests)
 main.add_command(validate)
 main.add_command(local)
 main.add_command(operator)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""The real ``trainop operator`` process against the embedded API server."""
+
+from __future__ import annotations
+
+import signal
+import urllib.request
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+
+import pytest
+from kubernetes import client as k8s
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.integration.apiserver.conftest import RunningServer, start_server
+from tests.integration.controller.operator_process import (
+    OperatorProcess,
+    api_client,
+    custom,
+    get_job,
+    install_crds,
+    until,
+)
+from tests.unit.api.builders import manifest
+
+JOB_COUNTERS = {
+    "training_operator_jobs_created",
+    "training_operator_jobs_deleted",
+    "training_operator_jobs_successful",
+    "training_operator_jobs_failed",
+    "training_operator_jobs_restarted",
+}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    yield from start_server(tmp_path_factory.mktemp("operator"), bookmark_interval=0.5)
+
+
+@pytest.fixture(scope="module")
+def api(server: RunningServer) -> k8s.ApiClient:
+    client = api_client(server.kubeconfig)
+    install_crds(client)
+    return client
+
+
+def http_get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+    except OSError:
+        return 0, ""
+
+
+def is_ready(port: int) -> bool:
+    return http_get(port, "/readyz")[0] == 200
+
+
+def pods_of(api: k8s.ApiClient, job: str) -> list[str]:
+    selector = f"training.kubeflow.org/job-name={job}"
+    items = k8s.CoreV1Api(api).list_namespaced_pod("default", label_selector=selector).items
+    return sorted(p.metadata.name for p in items)
+
+
+def set_pods_phase(api: k8s.ApiClient, job: str, phase: str) -> None:
+    core = k8s.CoreV1Api(api)
+    for name in pods_of(api, job):
+        core.patch_namespaced_pod_status(name, "default", {"status": {"phase": phase}})
+
+
+def test_operator_reconciles_serves_metrics_and_stops_on_sigterm(
+    server: RunningServer, api: k8s.ApiClient, tmp_path: Path
+) -> None:
+    operator = OperatorProcess(
+        server.kubeconfig, "--enable-scheme", "PyTorchJob", log=tmp_path / "operator.log"
+    )
+    try:
+        until(lambda: http_get(operator.health_port, "/readyz")[0] == 200, what="/readyz 200")
+        assert http_get(operator.health_port, "/healthz") == (200, "ok")
+        custom(api).create_namespaced_custom_object(
+            "kubeflow.org", "v1", "default", "pytorchjobs", manifest("PyTorchJob", name="m1")
+        )
+        until(lambda: len(pods_of(api, "m1")) == 3, what="three pods")
+        set_pods_phase(api, "m1", "Running")
+        set_pods_phase(api, "m1", "Succeeded")
+        until(
+            lambda: any(
+                c["type"] == "Succeeded" and c["status"] == "True"
+                for c in (get_job(api, "pytorchjobs", "m1").get("status") or {}).get(
+                    "conditions", []
+                )
+            ),
+            what="Succeeded",
+        )
+        status, text = http_get(operator.metrics_port, "/metrics")
+        assert status == 200
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        assert families.keys() >= JOB_COUNTERS
+
+        def value(name: str) -> float:
+            return sum(
+                s.value
+                for s in families[name].samples
+                if s.name == f"{name}_total" and s.labels.get("framework") == "pytorch"
+            )
+
+        assert value("training_operator_jobs_created") == 1
+        assert value("training_operator_jobs_successful") == 1
+        assert value("training_operator_jobs_failed") == 0
+    finally:
+        code = operator.stop(signal.SIGTERM)
+    assert code == 0, (tmp_path / "operator.log").read_text()[-2000:]
+
+
+def test_a_restarted_operator_does_not_count_existing_jobs_again(
+    server: RunningServer, api: k8s.ApiClient, tmp_path: Path
+) -> None:
+    custom(api).create_namespaced_custom_object(
+        "kubeflow.org", "v1", "default", "jaxjobs", manifest("JAXJob", name="j1")
+    )
+    for attempt in range(2):
+        operator = OperatorProcess(
+            server.kubeconfig, "--enable-scheme", "jaxjob", log=tmp_path / "operator.log"
+        )
+        try:
+            until(lambda: len(pods_of(api, "j1")) == 2, what="JAX pods")
+            until(partial(is_ready, operator.health_port), what="ready")
+            text = http_get(operator.metrics_port, "/metrics")[1]
+            created = [
+                s.value
+                for f in text_string_to_metric_families(text)
+                if f.name == "training_operator_jobs_created"
+                for s in f.samples
+                if s.name.endswith("_total") and s.labels.get("framework") == "jax"
+            ]
+            assert created == ([1.0] if attempt == 0 else []), f"attempt {attempt}: {created}"
+        finally:
+            assert operator.stop() == 0
+
+
+def test_leader_election_one_reconciles_and_a_standby_takes_over(
+    server: RunningServer, api: k8s.ApiClient, tmp_path: Path
+) -> None:
+    election = [
+        "--enable-scheme",
+        "xgboostjob",
+        "--leader-elect",
+        "--leader-election-namespace",
+        "default",
+        "--leader-election-id",
+        "trainop-test-lock",
+        "--leader-elect-lease-duration",
+        "4",
+        "--leader-elect-renew-deadline",
+        "3",
+        "--leader-elect-retry-period",
+        "0.5",
+    ]
+    first = OperatorProcess(server.kubeconfig, *election, log=tmp_path / "a.log")
+    coordination = k8s.CoordinationV1Api(api)
+
+    def holder() -> str | None:
+        try:
+            lease = coordination.read_namespaced_lease("trainop-test-lock", "default")
+        except k8s.ApiException:
+            return None
+        return lease.spec.holder_identity
+
+    leader = until(holder, what="a leader")
+    second = OperatorProcess(server.kubeconfig, *election, log=tmp_path / "b.log")
+    try:
+        custom(api).create_namespaced_custom_object(
+            "kubeflow.org", "v1", "default", "xgboostjobs", manifest("XGBoostJob", name="x1")
+        )
+        until(lambda: len(pods_of(api, "x1")) == 3, what="pods from the leader")
+        assert holder() == leader
+        assert http_get(second.health_port, "/readyz")[0] != 200, "the standby is not reconciling"
+        first.stop(signal.SIGKILL)
+        new_leader = until(lambda: (h := holder()) != leader and h, timeout=20, what="takeover")
+        assert new_leader
+        k8s.CoreV1Api(api).delete_namespaced_pod("x1-worker-0", "default")
+        until(lambda: "x1-worker-0" in pods_of(api, "x1"), timeout=20, what="the new leader acts")
+    finally:
+        second.stop()
