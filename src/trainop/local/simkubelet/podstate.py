@@ -1,0 +1,189 @@
+"""One simulated pod: its state machine and the ``status`` it shows.
+
+A ``SimPod`` moves through the states below; each arrow is one transition, and the kubelet
+writes ``status()`` once after each (a restart with no back-off is one transition)::
+
+    Pending ──start──▶ Running ──exit──┬──▶ Succeeded | Failed        (no restart due)
+       ▲                  ▲            ├──▶ Running, CrashLoopBackOff (restart after a delay)
+       │                  └──start─────┘    ... ──start──▶ Running, restartCount + 1
+    first sight                                any state ──kill (deletion)──▶ Failed
+
+Every container of the pod follows the same run (the rules are per pod): they start, exit and
+restart together. Init containers complete instantly when the pod starts.
+
+Invariants: ``restart_count`` counts in-place restarts done; ``runs`` the runs that ended
+(the index ``Rules.exit_code_of`` uses); ``phase`` is terminal only after ``exit`` without a
+restart, ``kill`` or ``reject``. Pure apart from mutating itself: time is an argument.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainop.controller.clock import Timer
+from trainop.local.simkubelet.rules import Rules
+
+TERMINAL = ("Succeeded", "Failed")
+SIGTERM_EXIT_CODE = 143
+
+
+@dataclass(frozen=True, slots=True)
+class Termination:
+    """How one run of the containers ended."""
+
+    exit_code: int
+    reason: str
+    started_at: str
+    finished_at: str
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "terminated": {
+                "exitCode": self.exit_code,
+                "reason": self.reason,
+                "startedAt": self.started_at,
+                "finishedAt": self.finished_at,
+            }
+        }
+
+
+@dataclass(slots=True)
+class SimPod:
+    """The simulated state of one pod (see the module docstring)."""
+
+    namespace: str
+    name: str
+    uid: str
+    containers: tuple[tuple[str, str], ...]  # (name, image)
+    init_containers: tuple[tuple[str, str], ...]
+    restart_policy: str
+    rules: Rules
+    host_ip: str
+    scheduled_at: str
+    phase: str = "Pending"
+    waiting_reason: str = "ContainerCreating"
+    running_since: str = ""
+    start_time: str = ""
+    ready_changed_at: str = ""
+    runs: int = 0
+    restart_count: int = 0
+    current: Termination | None = None  # the state, when terminated
+    last: Termination | None = None  # lastState
+    reason: str = ""
+    message: str = ""
+    deleting: bool = False
+    timer: Timer | None = field(default=None, repr=False)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.phase in TERMINAL
+
+    @property
+    def is_ready(self) -> bool:
+        return bool(self.running_since)
+
+    def start(self, now: str) -> None:
+        """The containers start (again, after an exit: an in-place restart)."""
+        if self.runs:
+            self.restart_count += 1
+        self.phase, self.running_since, self.waiting_reason = "Running", now, ""
+        self.start_time = self.start_time or now
+        self.ready_changed_at = now
+
+    def exit(self, now: str) -> bool:
+        """The containers exit by rule; True when a restart is due (``restartPolicy``)."""
+        code = self.rules.exit_code_of(self.runs)
+        self.runs += 1
+        ended = Termination(code, self.rules.reason_for(code), self.running_since, now)
+        self.running_since, self.ready_changed_at = "", now
+        if self.restart_policy == "Always" or (self.restart_policy == "OnFailure" and code):
+            self.last, self.waiting_reason = ended, "CrashLoopBackOff"
+            return True
+        self.current = ended
+        self.phase = "Succeeded" if code == 0 else "Failed"
+        return False
+
+    def kill(self, now: str) -> None:
+        """The pod is being deleted: running or waiting containers end as on SIGTERM."""
+        started = self.running_since or now
+        self.current = Termination(SIGTERM_EXIT_CODE, "Error", started, now)
+        self.running_since, self.waiting_reason, self.ready_changed_at = "", "", now
+        self.phase = "Failed"
+
+    def reject(self, now: str, message: str) -> None:
+        """The pod cannot be simulated (bad annotation): Failed with a reason, never run."""
+        self.phase, self.reason, self.message = "Failed", "InvalidSimulationRule", message
+        self.waiting_reason, self.ready_changed_at = "InvalidSimulationRule", now
+
+    def status(self) -> dict[str, Any]:
+        """The pod's ``status`` as the kubelet reports it now."""
+        out: dict[str, Any] = {
+            "phase": self.phase,
+            "conditions": self._conditions(),
+            "hostIP": self.host_ip,
+            "hostIPs": [{"ip": self.host_ip}],
+            "podIP": self.host_ip,
+            "podIPs": [{"ip": self.host_ip}],
+            "containerStatuses": [self._container(n, image) for n, image in self.containers],
+        }
+        if self.init_containers:
+            out["initContainerStatuses"] = [self._init(n, i) for n, i in self.init_containers]
+        if self.start_time:
+            out["startTime"] = self.start_time
+        if self.reason:
+            out["reason"], out["message"] = self.reason, self.message
+        return out
+
+    def _conditions(self) -> list[dict[str, Any]]:
+        ready = "True" if self.is_ready else "False"
+        started_or_seen = self.start_time or self.scheduled_at
+        initialized = "True" if self.start_time or not self.init_containers else "False"
+        rows = [
+            ("PodScheduled", "True", self.scheduled_at),
+            ("Initialized", initialized, started_or_seen),
+            ("ContainersReady", ready, self.ready_changed_at or self.scheduled_at),
+            ("Ready", ready, self.ready_changed_at or self.scheduled_at),
+        ]
+        conditions = []
+        for kind, value, since in rows:
+            condition = {"type": kind, "status": value, "lastTransitionTime": since}
+            if value == "False":
+                condition["reason"] = "PodCompleted" if self.is_terminal else "ContainersNotReady"
+            conditions.append(condition)
+        return conditions
+
+    def _container(self, name: str, image: str) -> dict[str, Any]:
+        if self.running_since:
+            state: dict[str, Any] = {"running": {"startedAt": self.running_since}}
+        elif self.current is not None:
+            state = self.current.state()
+        else:
+            state = {"waiting": {"reason": self.waiting_reason}}
+        return {
+            "name": name,
+            "image": image,
+            "imageID": "",
+            "containerID": f"sim://{self.uid}/{name}/{self.restart_count}",
+            "ready": self.is_ready,
+            "started": self.is_ready,
+            "restartCount": self.restart_count,
+            "state": state,
+            "lastState": self.last.state() if self.last is not None else {},
+        }
+
+    def _init(self, name: str, image: str) -> dict[str, Any]:
+        if self.start_time:
+            done = Termination(0, "Completed", self.start_time, self.start_time)
+            state: dict[str, Any] = done.state()
+        else:
+            state = {"waiting": {"reason": "PodInitializing"}}
+        return {
+            "name": name,
+            "image": image,
+            "imageID": "",
+            "ready": bool(self.start_time),
+            "restartCount": 0,
+            "state": state,
+            "lastState": {},
+        }
