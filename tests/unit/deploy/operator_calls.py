@@ -1,0 +1,246 @@
+"""Run the real reconciler over scenarios of every kind and record what it asks the API for.
+
+``Recording`` is the operator's client: it forwards to a ``FakeClient`` (the "API server") and
+notes each request as RBAC sees it, (apiGroup, resource[/subresource], verb), plus every body it
+creates. The scenarios drive jobs through their lives by changing the server directly (pod
+phases, spec edits), as users and kubelets do, so only the operator's own requests are recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.unit.api.builders import manifest
+from trainop.api.kinds import KINDS, kind_info
+from trainop.controller.caches import OwnedObjects
+from trainop.controller.clock import FakeClock
+from trainop.controller.events import EventRecorder
+from trainop.controller.reconciler import JobReconciler
+from trainop.engine import gang
+from trainop.engine.plan import EngineOptions
+from trainop.frameworks.registry import framework_for
+from trainop.frameworks.topology import ClusterTopology
+from trainop.kube import resources as r
+from trainop.kube.client import Obj
+from trainop.kube.fake import FakeClient
+from trainop.kube.informer import Informer
+
+Request = tuple[str, str, str]  # (apiGroup, resource, verb)
+# What jobs own besides pods, services and PodGroups (controller/caches.py).
+OTHERS = (r.CONFIGMAPS, r.SERVICEACCOUNTS, r.ROLES, r.ROLEBINDINGS, r.HPAS)
+
+
+@dataclass
+class Usage:
+    requests: set[Request] = field(default_factory=set)
+    created: list[tuple[r.Resource, Obj]] = field(default_factory=list)
+
+
+def _name(resource: r.Resource, subresource: str = "") -> str:
+    return f"{resource.plural}/{subresource}" if subresource else resource.plural
+
+
+class Recording:
+    """A ``Client`` that records RBAC requests and created bodies (module docstring)."""
+
+    def __init__(self, server: FakeClient, usage: Usage) -> None:
+        self._server, self._usage = server, usage
+
+    def _note(self, verb: str, resource: r.Resource, subresource: str = "") -> None:
+        self._usage.requests.add((resource.group, _name(resource, subresource), verb))
+
+    async def get(self, resource: r.Resource, **kw: Any) -> Obj:
+        self._note("get", resource)
+        return await self._server.get(resource, **kw)
+
+    async def list(self, resource: r.Resource, **kw: Any) -> Any:
+        self._note("list", resource)
+        return await self._server.list(resource, **kw)
+
+    async def create(self, resource: r.Resource, obj: Obj, **kw: Any) -> Obj:
+        self._note("create", resource)
+        self._usage.created.append((resource, obj))
+        return await self._server.create(resource, obj, **kw)
+
+    async def patch(self, resource: r.Resource, *, subresource: str = "", **kw: Any) -> Obj:
+        self._note("patch", resource, subresource)
+        return await self._server.patch(resource, subresource=subresource, **kw)
+
+    async def replace(self, resource: r.Resource, obj: Obj, *, subresource: str = "",
+                      **kw: Any) -> Obj:  # fmt: skip
+        self._note("update", resource, subresource)
+        return await self._server.replace(resource, obj, subresource=subresource, **kw)
+
+    async def delete(self, resource: r.Resource, **kw: Any) -> None:
+        self._note("delete", resource)
+        await self._server.delete(resource, **kw)
+
+    def watch(self, resource: r.Resource, **kw: Any) -> Any:
+        self._note("watch", resource)
+        return self._server.watch(resource, **kw)
+
+    async def close(self) -> None:
+        return None
+
+
+@dataclass
+class Operator:
+    """One kind's reconciler with its informers, against ``server``."""
+
+    server: FakeClient
+    informers: list[Informer]
+    reconciler: JobReconciler
+    kind: str
+    clock: FakeClock
+
+    @property
+    def jobs(self) -> r.Resource:
+        return r.job_resource(kind_info(self.kind))
+
+    async def settle(self) -> None:
+        async with asyncio.timeout(5):
+            for informer in self.informers:
+                while True:
+                    served = (await self.server.list(informer.resource)).items
+                    seen = {(o["metadata"]["name"], o["metadata"]["resourceVersion"])
+                            for o in informer.items()}  # fmt: skip
+                    if seen == {(o["metadata"]["name"], o["metadata"]["resourceVersion"])
+                                for o in served}:  # fmt: skip
+                        break
+                    await asyncio.sleep(0)
+
+    async def reconcile(self) -> None:
+        await self.settle()
+        await self.reconciler.reconcile("default/job")
+        await self.settle()
+
+    async def edit(self, spec_patch: Obj) -> None:
+        await self.server.patch(self.jobs, name="job", namespace="default", patch=spec_patch)
+
+    async def set_phase(self, phase: str) -> None:
+        for pod in (await self.server.list(r.PODS)).items:
+            name = pod["metadata"]["name"]
+            patch = {"status": {"phase": phase}}
+            await self.server.patch(
+                r.PODS, name=name, namespace="default", patch=patch, subresource="status"
+            )
+
+    async def names(self, resource: r.Resource) -> list[str]:
+        return [o["metadata"]["name"] for o in (await self.server.list(resource)).items]
+
+
+@asynccontextmanager
+async def operator(usage: Usage, kind: str, scheduler: str = "") -> AsyncIterator[Operator]:
+    server, clock = FakeClient(), FakeClock()
+    client = Recording(server, usage)
+    chosen = gang.scheduler_for(scheduler)
+    groups = [r.resource_for(api_version=chosen.api_version, kind="PodGroup")] if chosen else []
+    owned = OwnedObjects(
+        pods=Informer(client, r.PODS),
+        services=Informer(client, r.SERVICES),
+        pod_groups=[Informer(client, g) for g in groups],
+        others=[Informer(client, o) for o in OTHERS],
+    )
+    jobs = Informer(client, r.job_resource(kind_info(kind)))
+    reconciler = JobReconciler(
+        client=client, jobs=jobs, owned=owned, framework=framework_for(kind),
+        topology=ClusterTopology(), clock=clock,
+        recorder=EventRecorder(client=client, clock=clock),
+        options=EngineOptions(gang_scheduler_name=scheduler),
+    )  # fmt: skip
+    informers = [jobs, *owned.all()]
+    tasks = [asyncio.create_task(i.run()) for i in informers]
+    try:
+        yield Operator(server, informers, reconciler, kind, clock)
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
+Scenario = Callable[[Usage], Awaitable[None]]
+
+
+async def lifecycle(usage: Usage, kind: str) -> None:
+    """Create → Running → Succeeded → deleted by TTL."""
+    async with operator(usage, kind) as op:
+        job = manifest(kind, runPolicy={"ttlSecondsAfterFinished": 60})
+        await op.server.create(op.jobs, job, namespace="default")
+        await op.reconcile()
+        for phase in ("Running", "Succeeded"):
+            await op.set_phase(phase)
+            await op.reconcile()
+        op.clock.advance(60)
+        await op.reconcile()
+        assert await op.names(op.jobs) == [], f"{kind}: the TTL should have deleted the job"
+
+
+async def gang_scheduled(usage: Usage, scheduler: str) -> None:
+    """PodGroup created, updated when minAvailable changes, deleted when the job finishes."""
+    async with operator(usage, "TFJob", scheduler) as op:
+        group = gang.scheduler_for(scheduler)
+        assert group is not None
+        groups = r.resource_for(api_version=group.api_version, kind="PodGroup")
+        await op.server.create(op.jobs, manifest("TFJob"), namespace="default")
+        await op.reconcile()
+        await op.server.patch(groups, name="job", namespace="default",
+                              patch={"status": {"phase": "Running"}})  # fmt: skip
+        await op.edit({"spec": {"runPolicy": {"schedulingPolicy": {"minAvailable": 2}}}})
+        await op.reconcile()
+        await op.set_phase("Succeeded")
+        await op.reconcile()
+        assert await op.names(groups) == [], "the PodGroup should be gone with the job"
+
+
+async def elastic_suspended(usage: Usage) -> None:
+    """Elastic PyTorchJob: HPA created, updated, deleted with pods and Services on suspend."""
+    metric = {"type": "Resource", "resource": {"name": "cpu", "target": {
+        "type": "Utilization", "averageUtilization": 80}}}  # fmt: skip
+    elastic = {"minReplicas": 1, "maxReplicas": 3, "rdzvBackend": "c10d", "metrics": [metric]}
+    async with operator(usage, "PyTorchJob") as op:
+        job = manifest("PyTorchJob", elasticPolicy=elastic)
+        await op.server.create(op.jobs, job, namespace="default")
+        await op.reconcile()
+        assert await op.names(r.HPAS) == ["job"]
+        await op.edit({"spec": {"elasticPolicy": {"maxReplicas": 4}}})
+        await op.reconcile()
+        await op.edit({"spec": {"runPolicy": {"suspend": True}}})
+        await op.reconcile()
+        assert await op.names(r.HPAS) == await op.names(r.SERVICES) == []
+
+
+async def mpi_changes(usage: Usage) -> None:
+    """MPIJob scaled up (hostfile and Role change), then its launcher account renamed."""
+    async with operator(usage, "MPIJob") as op:
+        await op.server.create(op.jobs, manifest("MPIJob"), namespace="default")
+        await op.reconcile()
+        await op.edit({"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 3}}}})
+        await op.reconcile()
+        launcher = manifest("MPIJob")["spec"]["mpiReplicaSpecs"]["Launcher"]
+        launcher["template"]["spec"]["serviceAccountName"] = "custom"
+        await op.edit({"spec": {"mpiReplicaSpecs": {"Launcher": launcher}}})
+        await op.reconcile()
+        binding = await op.server.get(r.ROLEBINDINGS, name="job-launcher", namespace="default")
+        assert binding["subjects"][0]["name"] == "custom"
+
+
+def scenarios() -> dict[str, Scenario]:
+    found: dict[str, Scenario] = {}
+    for info in KINDS:
+        found[f"lifecycle-{info.kind}"] = lambda u, k=info.kind: lifecycle(u, k)
+    for scheduler in ("volcano", "scheduler-plugins"):
+        found[f"gang-{scheduler}"] = lambda u, s=scheduler: gang_scheduled(u, s)
+    found["elastic-suspended"] = elastic_suspended
+    found["mpi-changes"] = mpi_changes
+    return found
+
+
+def run_all() -> Usage:
+    """Every scenario's requests and created bodies, together."""
+    usage = Usage()
+    for scenario in scenarios().values():
+        asyncio.run(scenario(usage))
+    return usage
