@@ -85,6 +85,7 @@ class WebhookServer:
         self._clock = clock or LoopClock()
         self._context: ssl.SSLContext | None = None
         self._loaded: certs.CertBundle | None = None
+        self._rejected: tuple[bytes, bytes] | None = None  # warned about once, not every poll
         self._runner: web.AppRunner | None = None
         self._port = 0
         self._reloader: asyncio.Task[None] | None = None
@@ -162,14 +163,23 @@ class WebhookServer:
         found = certs.read_dir(self._settings.cert_dir)
         if self._context is None or self._loaded is None or found is None:
             return False
-        if (found.cert, found.key) == (self._loaded.cert, self._loaded.key):
+        if (found.cert, found.key) in ((self._loaded.cert, self._loaded.key), self._rejected):
             return False
         cert_dir = self._settings.cert_dir
-        try:
-            self._context.load_cert_chain(cert_dir / certs.CERT_FILE, cert_dir / certs.KEY_FILE)
-        except (ssl.SSLError, OSError) as exc:
-            log.warning("ignoring unusable certificates in %s: %s", cert_dir, exc)
-            return False
+        # A failed load leaves an SSLContext half-changed (new certificate, old key), so the
+        # files are checked on a fresh context first, from a private copy that cannot change
+        # between the check and the swap.
+        with tempfile.TemporaryDirectory(prefix="trainop-webhook-reload-") as snapshot:
+            try:
+                certs.write_dir(_with_ca(found, b""), Path(snapshot))
+                _server_context(Path(snapshot))
+                self._context.load_cert_chain(
+                    Path(snapshot, certs.CERT_FILE), Path(snapshot, certs.KEY_FILE)
+                )
+            except (ssl.SSLError, OSError) as exc:
+                log.warning("ignoring unusable certificates in %s: %s", cert_dir, exc)
+                self._rejected = (found.cert, found.key)
+                return False
         self._loaded = found if found.ca_cert else _with_ca(found, self._loaded.ca_cert)
         log.info("webhook serving certificate reloaded from %s", cert_dir)
         return True
