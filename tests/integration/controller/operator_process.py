@@ -36,7 +36,10 @@ def install_crds(api: k8s.ApiClient) -> None:
     existing = {c.metadata.name for c in extensions.list_custom_resource_definition().items}
     for path in sorted((ROOT / "manifests/crds").glob("*.yaml")):
         crd = yaml.safe_load(path.read_text())
-        if crd["metadata"]["name"] not in existing:
+        if (
+            crd.get("kind") == "CustomResourceDefinition"
+            and crd["metadata"]["name"] not in existing
+        ):
             extensions.create_custom_resource_definition(crd)
 
 
