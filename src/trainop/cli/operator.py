@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+from pathlib import Path
 
 import click
 
@@ -18,6 +19,7 @@ from trainop import errors
 from trainop.api.kinds import KINDS
 from trainop.controller.manager import ManagerOptions
 from trainop.controller.operator import DEFAULT_LEADER_ELECTION_ID, OperatorConfig, run_operator
+from trainop.controller.webhook import WebhookSettings
 from trainop.engine.plan import EngineOptions
 from trainop.frameworks.base import FrameworkOptions
 
@@ -68,7 +70,10 @@ def _schemes(
 @click.option("--leader-elect-lease-duration", default=15.0, show_default=True)
 @click.option("--leader-elect-renew-deadline", default=10.0, show_default=True)
 @click.option("--leader-elect-retry-period", default=2.0, show_default=True)
-@click.option("--webhook-server-port", default=9443, show_default=True)
+@click.option("--webhook-server-port", default=9443, show_default=True, help="0 disables it.")
+@click.option(
+    "--webhook-cert-dir", default="/tmp/k8s-webhook-server/serving-certs", show_default=True
+)
 @click.option("--webhook-service-name", default="training-operator", show_default=True)
 @click.option("--webhook-secret-name", default="training-operator-webhook-cert", show_default=True)
 @click.option("--pytorch-init-container-image", default="alpine:3.10", show_default=True)
@@ -138,6 +143,20 @@ def _config(flags: dict[str, object]) -> OperatorConfig:
         retry_period=float(str(flags["leader_elect_retry_period"])),
         qps=float(str(flags["qps"])),
         burst=int(str(flags["burst"])),
+        webhook=_webhook(flags),
+        webhook_secret_name=str(flags["webhook_secret_name"]),
+    )
+
+
+def _webhook(flags: dict[str, object]) -> WebhookSettings | None:
+    port = int(str(flags["webhook_server_port"]))
+    if port == 0:
+        return None
+    return WebhookSettings(
+        port=port,
+        cert_dir=Path(str(flags["webhook_cert_dir"])),
+        service_name=str(flags["webhook_service_name"]),
+        namespace=str(flags["leader_election_namespace"]),
     )
 
 

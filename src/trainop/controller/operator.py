@@ -1,10 +1,12 @@
-"""The operator process: client, metrics, probes, leader election and the manager, assembled.
+"""The operator process: client, metrics, probes, webhook, leader election and the manager.
 
 ``run_operator`` is what ``trainop operator`` calls. Order (spec 10.2, with our fixes): probes
-and metrics come up first (``/readyz`` false until the caches sync); with leader election the
-process waits for the Lease, then runs the manager while renewing it, and exits if it loses
-it; without, it runs the manager at once. Cancellation (SIGTERM/SIGINT) stops everything and
-releases the Lease so a standby takes over without waiting for expiry.
+and metrics come up first; the admission webhook's certificates are taken from (or stored in)
+the Secret, the webhook starts and its CA is injected into the ValidatingWebhookConfiguration —
+on every replica, leader or not; ``/readyz`` is true once the webhook listens and the caches
+have synced. With leader election the process waits for the Lease, then runs the manager while
+renewing it, and exits if it loses it; without, it runs the manager at once. Cancellation
+(SIGTERM/SIGINT) stops everything and releases the Lease so a standby takes over at once.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ import socket
 import uuid
 from dataclasses import dataclass, field
 
+from trainop import errors
+from trainop.controller.cert_publishing import ensure_secret, inject_ca_bundle
 from trainop.controller.clock import Clock, LoopClock
 from trainop.controller.leader import LeaderElector
 from trainop.controller.manager import Manager, ManagerOptions
 from trainop.controller.metrics import Metrics
 from trainop.controller.serving import ProbeServer
+from trainop.controller.webhook import WebhookServer, WebhookSettings
 from trainop.kube.client import Client
 from trainop.kube.http import HttpClient
 from trainop.kube.ratelimit import RateLimitedClient, TokenBucket
@@ -50,6 +55,8 @@ class OperatorConfig:
     retry_period: float = 2.0
     qps: float = 20.0
     burst: int = 30
+    webhook: WebhookSettings | None = field(default_factory=WebhookSettings)
+    webhook_secret_name: str = "training-operator-webhook-cert"
 
 
 async def run_operator(
@@ -64,21 +71,59 @@ async def run_operator(
         )
         client = RateLimitedClient(http, TokenBucket(qps=config.qps, burst=config.burst))
     manager = Manager(client=client, clock=clock, options=config.manager, metrics=metrics)
+    webhook: WebhookServer | None = None
+
+    def readiness() -> tuple[bool, str]:
+        if webhook is not None and not webhook.ready:
+            return False, webhook.not_ready_reason or "webhook is not ready"
+        return manager.ready, "caches are not synced yet"
+
     probes = ProbeServer(
         metrics=metrics,
-        ready=lambda: (manager.ready, "caches are not synced yet"),
+        ready=readiness,
         metrics_address=config.metrics_address,
         health_address=config.health_address,
     )
     await probes.start()
     try:
+        webhook = await _start_webhook(config, client, clock)
         if config.leader_elect:
             await _run_as_leader(config, client, clock, manager)
         else:
             await manager.run()
     finally:
+        if webhook is not None:
+            await webhook.stop()
         await probes.stop()
         await client.close()
+
+
+async def _start_webhook(
+    config: OperatorConfig, client: Client, clock: Clock
+) -> WebhookServer | None:
+    settings = config.webhook
+    if settings is None:
+        return None
+    bundle = None
+    try:
+        bundle = await ensure_secret(
+            client,
+            namespace=settings.namespace,
+            name=config.webhook_secret_name,
+            service=settings.service_name,
+            now=clock.now(),
+        )
+    except errors.ApiError as exc:
+        log.warning(
+            "webhook certificates not kept in Secret %s: %s", config.webhook_secret_name, exc
+        )
+    server = WebhookServer(settings=settings, bundle=bundle)
+    await server.start()
+    try:
+        await inject_ca_bundle(client, ca_cert=server.ca_cert)
+    except errors.ApiError as exc:
+        log.warning("CA bundle not injected into the webhook configuration: %s", exc)
+    return server
 
 
 async def _run_as_leader(

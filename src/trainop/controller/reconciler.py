@@ -81,7 +81,8 @@ class JobReconciler:
         )
         for action in plan.actions:
             await self._apply(raw, action)
-        if not plan.skipped:
+        deleted = any(isinstance(action, DeleteJob) for action in plan.actions)
+        if not plan.skipped and not deleted:  # a deleted job has no status left to write
             await self._write_status(raw, job, plan.status)
         for event in plan.events:
             await self._record(raw, event)

@@ -60,8 +60,14 @@ def until(
 class OperatorProcess:
     """``trainop operator`` in a subprocess with its own metrics and probe ports."""
 
-    def __init__(self, kubeconfig: Path, *args: str, log: Path) -> None:
+    def __init__(
+        self, kubeconfig: Path, *args: str, log: Path, webhook_cert_dir: Path | None = None
+    ) -> None:
         self.metrics_port, self.health_port = free_port(), free_port()
+        self.webhook_port = free_port() if webhook_cert_dir is not None else 0
+        webhook = ["--webhook-server-port", str(self.webhook_port)]
+        if webhook_cert_dir is not None:
+            webhook += ["--webhook-cert-dir", str(webhook_cert_dir)]
         command = [
             sys.executable,
             "-m",

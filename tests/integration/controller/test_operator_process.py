@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import signal
+import ssl
 import urllib.request
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client as k8s
@@ -52,6 +55,31 @@ def http_get(port: int, path: str) -> tuple[int, str]:
         return exc.code, exc.read().decode()
     except OSError:
         return 0, ""
+
+
+def admission_review(port: int, ca_file: Path) -> dict[str, Any]:
+    """POST an invalid PyTorchJob to the operator's webhook over verified HTTPS."""
+    job = manifest("PyTorchJob")
+    job["spec"]["pytorchReplicaSpecs"]["Master"]["replicas"] = 2
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u-1",
+            "operation": "CREATE",
+            "object": job,
+            "kind": {"group": "kubeflow.org", "version": "v1", "kind": "PyTorchJob"},
+        },
+    }
+    context = ssl.create_default_context(cafile=str(ca_file))
+    request = urllib.request.Request(
+        f"https://localhost:{port}/validate-kubeflow-org-v1-pytorchjob",
+        data=json.dumps(review).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, context=context, timeout=10) as response:
+        result: dict[str, Any] = json.loads(response.read())
+    return result
 
 
 def is_ready(port: int) -> bool:

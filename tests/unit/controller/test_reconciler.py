@@ -231,3 +231,24 @@ def test_active_deadline_requeues_exactly_when_it_expires() -> None:
         assert result.requeue_after.total_seconds() == 90
 
     run(body)
+
+
+def test_a_finished_job_with_ttl_zero_is_deleted_without_a_failing_status_write() -> None:
+    async def body(w: World) -> None:
+        job = manifest("PyTorchJob", runPolicy={"ttlSecondsAfterFinished": 0})
+        await w.client.create(PYTORCH, job, namespace="default")
+        await w.settle()
+        await w.reconciler.reconcile("default/job")
+        await w.settle()
+        await set_phase(w, "Succeeded")
+        await w.settle()
+        await w.reconciler.reconcile("default/job")  # writes Succeeded and completionTime
+        await w.settle()
+        result = await w.reconciler.reconcile("default/job")  # TTL expired: delete the job
+        assert result.requeue_after is None
+        with pytest.raises(errors.NotFoundError):
+            await w.client.get(PYTORCH, name="job", namespace="default")
+        reasons = [e["reason"] for e in (await w.client.list(EVENTS)).items]
+        assert "SuccessfulDeleteJob" in reasons
+
+    run(body)
