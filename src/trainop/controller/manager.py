@@ -29,11 +29,11 @@ from trainop.controller.events import EventRecorder
 from trainop.controller.metrics import Metrics
 from trainop.controller.queue import ShutDownError, WorkQueue
 from trainop.controller.reconciler import JobReconciler, Result
+from trainop.controller.topologies import ClusterTopologySource, TopologySource
 from trainop.engine.gang import GangScheduler
 from trainop.engine.naming import JOB_NAME_LABEL
 from trainop.engine.plan import EngineOptions
 from trainop.frameworks.registry import REGISTRY, framework_for
-from trainop.frameworks.topology import ClusterTopology, Topology
 from trainop.kube import resources
 from trainop.kube.client import Client, Obj
 from trainop.kube.informer import Handlers, Informer
@@ -67,7 +67,7 @@ class Manager:
         clock: Clock,
         options: ManagerOptions,
         metrics: Metrics | None = None,
-        topology: Topology | None = None,
+        topologies: TopologySource | None = None,
     ) -> None:
         self._client = client
         self._clock = clock
@@ -91,7 +91,7 @@ class Manager:
                 jobs=self.jobs[kind],
                 owned=self.owned,
                 framework=framework_for(kind),
-                topology=topology or ClusterTopology(),
+                topologies=topologies or ClusterTopologySource(),
                 clock=clock,
                 recorder=recorder,
                 options=options.engine,

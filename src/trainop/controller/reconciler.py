@@ -25,10 +25,10 @@ from trainop.controller.caches import OwnedObjects
 from trainop.controller.clock import Clock
 from trainop.controller.events import EventRecorder
 from trainop.controller.metrics import Metrics
+from trainop.controller.topologies import TopologySource
 from trainop.engine import plan as engine
 from trainop.engine.actions import Action, Create, Delete, DeleteJob, Event, Update
 from trainop.frameworks.base import Framework
-from trainop.frameworks.topology import Topology
 from trainop.kube.client import Client, Obj
 from trainop.kube.informer import Informer
 from trainop.kube.resources import job_resource, resource_for
@@ -51,7 +51,7 @@ class JobReconciler:
         jobs: Informer,
         owned: OwnedObjects,
         framework: Framework,
-        topology: Topology,
+        topologies: TopologySource,
         clock: Clock,
         recorder: EventRecorder,
         options: engine.EngineOptions | None = None,
@@ -62,7 +62,7 @@ class JobReconciler:
         self._owned = owned
         self._framework = framework
         self._info: KindInfo = kind_info(framework.kind)
-        self._topology = topology
+        self._topologies = topologies
         self._clock = clock
         self._recorder = recorder
         self._options = options or engine.EngineOptions()
@@ -76,8 +76,11 @@ class JobReconciler:
             return Result()
         job = await self._parse(raw)
         observed = self._owned.observed(str(raw["metadata"].get("uid", "")))
+        topology = await self._topologies.for_job(job=job, raw=raw)
+        if topology is None:
+            return Result()  # the job was just updated; its watch event brings it back
         plan = engine.plan(
-            job, observed, self._framework, self._topology, self._clock.now(), options=self._options
+            job, observed, self._framework, topology, self._clock.now(), options=self._options
         )
         for action in plan.actions:
             await self._apply(raw, action)

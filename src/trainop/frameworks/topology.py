@@ -15,6 +15,7 @@ topology question: they are fixed by ``replica_name`` for every mode.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -85,3 +86,26 @@ class ClusterTopology:
     def port(self, *, job: Job, replica_type: str, index: int) -> int:
         del index  # every replica of a type shares its template's port on a cluster
         return template_port(job=job, replica_type=replica_type)
+
+
+@dataclass(frozen=True, slots=True)
+class LoopbackTopology:
+    """Local addressing: every replica on one host (``127.0.0.1``) with a port of its own.
+
+    ``ports`` maps replica names (``replica_name``) to the port the local side allocated and
+    recorded for the job's lifetime. Asking for a replica without a port is a programming
+    error (the local topology source allocates every replica's port before planning).
+    """
+
+    ports: Mapping[str, int]
+    address: str = "127.0.0.1"
+
+    def host(self, *, job: Job, replica_type: str, index: int, qualified: bool = False) -> str:
+        del job, replica_type, index, qualified
+        return self.address
+
+    def port(self, *, job: Job, replica_type: str, index: int) -> int:
+        name = replica_name(
+            job_name=job.metadata.name or "", replica_type=replica_type, index=index
+        )
+        return self.ports[name]

@@ -19,8 +19,8 @@ from trainop.controller.caches import OwnedObjects
 from trainop.controller.clock import LoopClock
 from trainop.controller.events import EventRecorder
 from trainop.controller.reconciler import JobReconciler
+from trainop.controller.topologies import ClusterTopologySource
 from trainop.frameworks.registry import framework_for
-from trainop.frameworks.topology import ClusterTopology
 from trainop.kube.http import HttpClient
 from trainop.kube.informer import Informer
 from trainop.kube.resources import CRDS, PODS, SERVICES, job_resource
@@ -126,7 +126,7 @@ def test_generated_crd_installs_and_a_reconcile_creates_real_pods(server: Runnin
                 jobs=jobs,
                 owned=owned,
                 framework=framework_for("PyTorchJob"),
-                topology=ClusterTopology(),
+                topologies=ClusterTopologySource(),
                 clock=LoopClock(),
                 recorder=EventRecorder(client=client, clock=LoopClock()),
             )

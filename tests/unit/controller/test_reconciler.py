@@ -17,8 +17,8 @@ from trainop.controller.caches import OwnedObjects
 from trainop.controller.clock import FakeClock
 from trainop.controller.events import EventRecorder
 from trainop.controller.reconciler import JobReconciler
+from trainop.controller.topologies import ClusterTopologySource
 from trainop.frameworks.registry import framework_for
-from trainop.frameworks.topology import ClusterTopology
 from trainop.kube.fake import FakeClient
 from trainop.kube.informer import Informer
 from trainop.kube.resources import EVENTS, PODS, SERVICES, job_resource
@@ -65,7 +65,7 @@ async def world() -> AsyncIterator[World]:
         jobs=jobs,
         owned=owned,
         framework=framework_for("PyTorchJob"),
-        topology=ClusterTopology(),
+        topologies=ClusterTopologySource(),
         clock=clock,
         recorder=EventRecorder(client=client, clock=clock),
     )
@@ -144,7 +144,7 @@ def test_a_stale_cache_never_duplicates_pods() -> None:
             jobs=w.jobs,
             owned=empty,
             framework=framework_for("PyTorchJob"),
-            topology=ClusterTopology(),
+            topologies=ClusterTopologySource(),
             clock=w.clock,
             recorder=EventRecorder(client=w.client, clock=w.clock),
         )
@@ -169,7 +169,7 @@ def test_a_stale_job_cache_makes_the_status_write_conflict_instead_of_overwritin
             jobs=frozen,
             owned=w.owned,
             framework=framework_for("PyTorchJob"),
-            topology=ClusterTopology(),
+            topologies=ClusterTopologySource(),
             clock=w.clock,
             recorder=EventRecorder(client=w.client, clock=w.clock),
         )

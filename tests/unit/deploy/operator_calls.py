@@ -20,10 +20,10 @@ from trainop.controller.caches import OwnedObjects
 from trainop.controller.clock import FakeClock
 from trainop.controller.events import EventRecorder
 from trainop.controller.reconciler import JobReconciler
+from trainop.controller.topologies import ClusterTopologySource
 from trainop.engine import gang
 from trainop.engine.plan import EngineOptions
 from trainop.frameworks.registry import framework_for
-from trainop.frameworks.topology import ClusterTopology
 from trainop.kube import resources as r
 from trainop.kube.client import Obj
 from trainop.kube.fake import FakeClient
@@ -148,7 +148,7 @@ async def operator(usage: Usage, kind: str, scheduler: str = "") -> AsyncIterato
     jobs = Informer(client, r.job_resource(kind_info(kind)))
     reconciler = JobReconciler(
         client=client, jobs=jobs, owned=owned, framework=framework_for(kind),
-        topology=ClusterTopology(), clock=clock,
+        topologies=ClusterTopologySource(), clock=clock,
         recorder=EventRecorder(client=client, clock=clock),
         options=EngineOptions(gang_scheduler_name=scheduler),
     )  # fmt: skip
