@@ -27,8 +27,14 @@ _AUTO_NAMESPACES = frozenset({"default"})
 def _respond(stored: store.Stored, call: Call, *, code: int, warnings: list[str]) -> web.Response:
     resp = reads.respond(reads.render(call.rt, stored), code=code)
     for w in warnings:
-        resp.headers.add("Warning", f'299 - "{w}"')
+        resp.headers.add("Warning", warning_header(w))
     return resp
+
+
+def warning_header(text: str) -> str:
+    """An RFC 7234 ``Warning`` value; the text is escaped to printable ASCII (field names in a
+    client's body may hold control characters, which a header must never carry)."""
+    return f'299 - "{json.dumps(text)[1:-1]}"'
 
 
 async def create(state: ApiState, call: Call) -> web.Response:
