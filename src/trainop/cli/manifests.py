@@ -11,16 +11,16 @@ API layer does no I/O.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import click
-import kubernetes_validate
 import yaml
 
-from trainop.api import crds, k8s_schema, kinds, reference
+from trainop.api import crds, kinds, reference
 from trainop.controller import rbac
+from trainop.errors import TrainopError
+from trainop.local import schemas
 
 
 class _NoAliasDumper(yaml.SafeDumper):
@@ -31,15 +31,11 @@ class _NoAliasDumper(yaml.SafeDumper):
 
 
 def load_definitions() -> dict[str, Any]:
-    """The official Kubernetes ``$defs`` of ``KUBERNETES_VERSION``, from kubernetes-validate."""
-    package = Path(kubernetes_validate.__file__).parent
-    version = k8s_schema.KUBERNETES_VERSION
-    path = package / "kubernetes-json-schema" / f"{version}-local" / "_definitions.json"
+    """The official Kubernetes definitions; a load failure is a one-line CLI error."""
     try:
-        definitions: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))["$defs"]
-    except (OSError, ValueError, KeyError) as exc:
-        raise click.ClickException(f"cannot load Kubernetes schemas from {path}: {exc}") from exc
-    return definitions
+        return schemas.load_definitions()
+    except TrainopError as exc:
+        raise click.ClickException(str(exc)) from exc
 
 
 def render_crd(crd: dict[str, Any]) -> str:

@@ -139,6 +139,18 @@ BUILTIN: tuple[ResourceType, ...] = (
         subresources=("status",),
         definition="io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler",
     ),
+    *(
+        ResourceType(
+            group="rbac.authorization.k8s.io",
+            version="v1",
+            plural=f"{kind.lower()}s",
+            singular=kind.lower(),
+            kind=kind,
+            namespaced=True,
+            definition=f"io.k8s.api.rbac.v1.{kind}",
+        )
+        for kind in ("Role", "RoleBinding")  # stored only: local mode enforces no RBAC
+    ),
     ResourceType(
         group="apiextensions.k8s.io",
         version="v1",

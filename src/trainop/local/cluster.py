@@ -1,0 +1,156 @@
+"""A local cluster in one process: the embedded API server, the controller, and a kubelet.
+
+``LocalCluster`` is what ``trainop run`` and ``trainop local up`` start. Order: the API server
+(state in ``state_dir``; a kubeconfig is written for any client), the seven CRDs (installed or
+updated), then the controller — the same ``Manager`` as ``trainop operator``, with the local
+topology (loopback ports, ``local.topology``) — and a kubelet that runs pods: the process
+kubelet for real jobs, or the simulated one. ``async with LocalCluster(...)`` returns once the
+controller's caches have synced; leaving stops the kubelet first (its processes are terminated),
+then the controller, then the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol
+
+from trainop import errors
+from trainop.controller.clock import Clock, LoopClock
+from trainop.controller.manager import Manager, ManagerOptions
+from trainop.kube.client import Client
+from trainop.kube.http import HttpClient
+from trainop.kube.resources import CRDS
+from trainop.local import schemas
+from trainop.local.apiserver import ApiServer, ServerConfig
+from trainop.local.apiserver.logs import LogSource, MemoryLogSource
+from trainop.local.topology import LocalTopologySource
+
+
+class Kubelet(Protocol):
+    async def run(self) -> None:
+        """Run pods until cancelled; on cancellation, stop every process it started."""
+        ...
+
+
+KubeletFactory = Callable[[Client, Clock], Kubelet]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterConfig:
+    """Where state lives and what the controller runs."""
+
+    state_dir: Path
+    port: int = 0
+    kubeconfig: Path | None = None
+    manager: ManagerOptions = field(default_factory=ManagerOptions)
+
+
+class LocalCluster:
+    """API server + controller + kubelet; use as an async context manager."""
+
+    def __init__(
+        self,
+        config: ClusterConfig,
+        *,
+        kubelet: KubeletFactory,
+        log_source: LogSource | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self._config = config
+        self._kubelet_factory = kubelet
+        self._clock = clock or LoopClock()
+        config.state_dir.mkdir(parents=True, exist_ok=True)
+        self.server = ApiServer(
+            ServerConfig(
+                state_dir=config.state_dir,
+                port=config.port,
+                kubeconfig=config.kubeconfig,
+                log_source=log_source or MemoryLogSource(),
+            )
+        )
+        self._tasks: list[asyncio.Task[None]] = []
+        self._client: HttpClient | None = None
+        self.manager: Manager | None = None
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.server.kubeconfig_path
+
+    @property
+    def client(self) -> HttpClient:
+        if self._client is None:
+            raise errors.TrainopError("the local cluster is not started")
+        return self._client
+
+    async def __aenter__(self) -> LocalCluster:
+        await self.server.start()
+        try:
+            self._client = HttpClient.from_kubeconfig(path=str(self.kubeconfig))
+            await install_crds(self._client)
+            topologies = LocalTopologySource(client=self._client)
+            self.manager = Manager(
+                client=self._client,
+                clock=self._clock,
+                options=self._config.manager,
+                topologies=topologies,
+            )
+            kubelet = self._kubelet_factory(self._client, self._clock)
+            self._tasks = [
+                asyncio.create_task(kubelet.run(), name="kubelet"),
+                asyncio.create_task(self.manager.run(), name="controller"),
+            ]
+            await self._until_ready()
+        except BaseException:
+            await self._stop()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self._stop()
+
+    async def _until_ready(self) -> None:
+        """Wait for the controller's caches; a component that dies first raises its error."""
+        assert self.manager is not None
+        synced = asyncio.create_task(self._synced(), name="caches")
+        watched: list[asyncio.Task[None]] = [synced, *self._tasks]
+        done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            if task is not synced:
+                task.result()
+                raise errors.TrainopError(f"the local {task.get_name()} stopped at start")
+
+    async def _synced(self) -> None:
+        assert self.manager is not None
+        await asyncio.gather(*(i.synced.wait() for i in self.manager.informers()))
+
+    async def _stop(self) -> None:
+        for task in self._tasks:  # kubelet first: its processes must not outlive the session
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+        await self.server.stop()
+
+
+async def install_crds(client: Client) -> None:
+    """Install the CRD of every kind, or bring an installed one up to this version's schema."""
+    for crd in schemas.crds():
+        try:
+            await client.create(CRDS, crd)
+        except errors.AlreadyExistsError:
+            current = await client.get(CRDS, name=crd["metadata"]["name"])
+            crd["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            await client.replace(CRDS, crd)
