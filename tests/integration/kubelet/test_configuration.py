@@ -179,3 +179,24 @@ def test_volumes_are_materialised_at_their_mapped_paths(site: Site, tmp_path: Pa
         }
 
     run_local(site.server, site.logs, site.root, body)
+
+
+def test_gpus_are_assigned_through_cuda_visible_devices(site: Site) -> None:
+    show = "import os; print(repr(os.environ.get('CUDA_VISIBLE_DEVICES')))"
+
+    def wants(count: int) -> dict[str, Any]:
+        return {"limits": {"nvidia.com/gpu": str(count)}}
+
+    async def body(env: Local) -> None:
+        await env.create(pod("two", py(show, resources=wants(2))))
+        await env.create(pod("none", py(show)))
+        await env.create(pod("greedy", py(show, resources=wants(3))))
+        for name, expected in (("two", "'0,1'"), ("none", "''")):
+            status = (await env.phase(name, "Succeeded", "Failed"))["status"]
+            assert status["phase"] == "Succeeded"
+            assert (await output_of(site, env, name)).strip() == expected
+        greedy = (await env.phase("greedy", "Failed", "Succeeded"))["status"]
+        assert greedy["reason"] == "UnexpectedAdmissionError"
+        assert "requested 3 nvidia.com/gpu, this machine has 2" in greedy["message"]
+
+    run_local(site.server, site.logs, site.root, body, gpus=("0", "1"))
