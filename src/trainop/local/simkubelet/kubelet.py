@@ -28,9 +28,10 @@ from trainop.controller.clock import Clock
 from trainop.kube.client import Client, Obj
 from trainop.kube.informer import Handlers, Informer, key_of
 from trainop.kube.resources import PODS
-from trainop.local.simkubelet.podstate import TERMINAL, SimPod
+from trainop.local.podstatus.render import TERMINAL
+from trainop.local.podstatus.writer import Key, StatusWriter
+from trainop.local.simkubelet.podstate import SimPod
 from trainop.local.simkubelet.rules import InvalidRule, Rules, rules_for
-from trainop.local.simkubelet.writer import Key, StatusWriter
 
 DEFAULT_NODE = "trainop-sim"
 HOST_IP = "127.0.0.1"

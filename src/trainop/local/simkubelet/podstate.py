@@ -22,30 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainop.controller.clock import Timer
+from trainop.local.podstatus import render
+from trainop.local.podstatus.render import TERMINAL, Termination
 from trainop.local.simkubelet.rules import Rules
 
-TERMINAL = ("Succeeded", "Failed")
 SIGTERM_EXIT_CODE = 143
-
-
-@dataclass(frozen=True, slots=True)
-class Termination:
-    """How one run of the containers ended."""
-
-    exit_code: int
-    reason: str
-    started_at: str
-    finished_at: str
-
-    def state(self) -> dict[str, Any]:
-        return {
-            "terminated": {
-                "exitCode": self.exit_code,
-                "reason": self.reason,
-                "startedAt": self.started_at,
-                "finishedAt": self.finished_at,
-            }
-        }
 
 
 @dataclass(slots=True)
@@ -118,72 +99,55 @@ class SimPod:
 
     def status(self) -> dict[str, Any]:
         """The pod's ``status`` as the kubelet reports it now."""
-        out: dict[str, Any] = {
-            "phase": self.phase,
-            "conditions": self._conditions(),
-            "hostIP": self.host_ip,
-            "hostIPs": [{"ip": self.host_ip}],
-            "podIP": self.host_ip,
-            "podIPs": [{"ip": self.host_ip}],
-            "containerStatuses": [self._container(n, image) for n, image in self.containers],
-        }
-        if self.init_containers:
-            out["initContainerStatuses"] = [self._init(n, i) for n, i in self.init_containers]
-        if self.start_time:
-            out["startTime"] = self.start_time
-        if self.reason:
-            out["reason"], out["message"] = self.reason, self.message
-        return out
-
-    def _conditions(self) -> list[dict[str, Any]]:
-        ready = "True" if self.is_ready else "False"
         started_or_seen = self.start_time or self.scheduled_at
-        initialized = "True" if self.start_time or not self.init_containers else "False"
-        rows = [
-            ("PodScheduled", "True", self.scheduled_at),
-            ("Initialized", initialized, started_or_seen),
-            ("ContainersReady", ready, self.ready_changed_at or self.scheduled_at),
-            ("Ready", ready, self.ready_changed_at or self.scheduled_at),
-        ]
-        conditions = []
-        for kind, value, since in rows:
-            condition = {"type": kind, "status": value, "lastTransitionTime": since}
-            if value == "False":
-                condition["reason"] = "PodCompleted" if self.is_terminal else "ContainersNotReady"
-            conditions.append(condition)
-        return conditions
+        conditions = render.conditions(
+            scheduled_at=self.scheduled_at,
+            initialized=bool(self.start_time or not self.init_containers),
+            initialized_since=started_or_seen,
+            ready=self.is_ready,
+            ready_since=self.ready_changed_at or self.scheduled_at,
+            terminal=self.is_terminal,
+        )
+        return render.pod(
+            phase=self.phase,
+            conditions=conditions,
+            host_ip=self.host_ip,
+            containers=[self._container(n, image) for n, image in self.containers],
+            init_containers=[self._init(n, i) for n, i in self.init_containers],
+            start_time=self.start_time,
+            reason=self.reason,
+            message=self.message,
+        )
 
     def _container(self, name: str, image: str) -> dict[str, Any]:
         if self.running_since:
-            state: dict[str, Any] = {"running": {"startedAt": self.running_since}}
+            state = render.running(self.running_since)
         elif self.current is not None:
             state = self.current.state()
         else:
-            state = {"waiting": {"reason": self.waiting_reason}}
-        return {
-            "name": name,
-            "image": image,
-            "imageID": "",
-            "containerID": f"sim://{self.uid}/{name}/{self.restart_count}",
-            "ready": self.is_ready,
-            "started": self.is_ready,
-            "restartCount": self.restart_count,
-            "state": state,
-            "lastState": self.last.state() if self.last is not None else {},
-        }
+            state = render.waiting(self.waiting_reason)
+        return render.container(
+            name=name,
+            image=image,
+            container_id=f"sim://{self.uid}/{name}/{self.restart_count}",
+            ready=self.is_ready,
+            started=self.is_ready,
+            restart_count=self.restart_count,
+            state=state,
+            last_state=self.last.state() if self.last is not None else {},
+        )
 
     def _init(self, name: str, image: str) -> dict[str, Any]:
         if self.start_time:
-            done = Termination(0, "Completed", self.start_time, self.start_time)
-            state: dict[str, Any] = done.state()
+            state = Termination(0, "Completed", self.start_time, self.start_time).state()
         else:
-            state = {"waiting": {"reason": "PodInitializing"}}
-        return {
-            "name": name,
-            "image": image,
-            "imageID": "",
-            "ready": bool(self.start_time),
-            "restartCount": 0,
-            "state": state,
-            "lastState": {},
-        }
+            state = render.waiting("PodInitializing")
+        return render.container(
+            name=name,
+            image=image,
+            container_id="",
+            ready=bool(self.start_time),
+            restart_count=0,
+            state=state,
+            last_state={},
+        )

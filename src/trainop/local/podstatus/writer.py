@@ -8,7 +8,8 @@ coalesced: one transition, one request (``sent`` counts them by verb).
 A write whose pod is no longer wanted (``is_wanted(key, uid)`` is False: deleted, or replaced
 by a new pod of the same name) is dropped unsent, and a 404 or 409 drops it too, so a deleted
 pod is never written again. Other API errors are retried after an exponential back-off timed
-by the injected clock. Neighbours: ``kubelet`` (enqueues), ``kube.client.Client`` (sends).
+by the injected clock. Neighbours: the kubelets (``simkubelet``, ``kubelet``: they enqueue),
+``kube.client.Client`` (sends).
 """
 
 from __future__ import annotations

@@ -1,0 +1,171 @@
+"""``exec``: run a command inside a running container, for the MPI launcher's rsh agent.
+
+The kubelet listens on a Linux *abstract* Unix socket (``@trainop-kubelet-<pid>-<random>``:
+no path length limit, nothing left on disk) and accepts connections only from processes of
+its own user (``SO_PEERCRED``). Every container gets the address in ``TRAINOP_EXEC_ADDRESS``.
+
+Protocol (``execclient`` speaks it): the client sends one JSON line
+``{"namespace", "pod", "container", "command"}`` together with its own stdin, stdout and stderr
+descriptors (``SCM_RIGHTS``). The kubelet starts ``command`` with the container's environment
+and working directory, *in the container's process group*, with exactly those descriptors as
+its stdio — so the output goes straight to the caller (a pipe, a terminal) and the kubelet
+copies nothing. When it exits, the kubelet answers ``{"exitCode": N}`` and closes; an error
+(no such pod, container not running) is answered ``{"error": "..."}`` before anything starts.
+If the client goes away first (the connection closes), the command is SIGKILLed. Being in the
+container's group, the command also dies with the container (stop, exit, kubelet death).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import struct
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from trainop.local.kubelet import processes
+from trainop.local.kubelet.podrun import Launch
+
+Target = Callable[[str, str, str], "tuple[Launch, int] | str"]
+_REQUEST_LIMIT = 1 << 20
+
+
+class ExecServer:
+    """The kubelet's exec endpoint (see the module docstring)."""
+
+    def __init__(self, listener: socket.socket, address: str, target: Target) -> None:
+        self._listener = listener
+        self.address = address
+        self._target = target
+        self._serving: asyncio.Task[None] | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    @staticmethod
+    async def start(target: Target) -> ExecServer:
+        """Listen on a fresh abstract address and serve until ``close``."""
+        name = f"trainop-kubelet-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind("\0" + name)
+        listener.listen(64)
+        listener.setblocking(False)
+        server = ExecServer(listener, "@" + name, target)
+        server._serving = asyncio.get_running_loop().create_task(server._accept())
+        return server
+
+    async def close(self) -> None:
+        """Stop accepting; end the commands still running."""
+        for task in [self._serving, *self._connections]:
+            if task is not None:
+                task.cancel()
+        await asyncio.gather(
+            *(t for t in [self._serving, *self._connections] if t), return_exceptions=True
+        )
+        self._listener.close()
+
+    async def _accept(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            conn, _ = await loop.sock_accept(self._listener)
+            conn.setblocking(False)
+            task = loop.create_task(self._serve(conn))
+            self._connections.add(task)
+            task.add_done_callback(self._connections.discard)
+
+    async def _serve(self, conn: socket.socket) -> None:
+        fds: list[int] = []
+        try:
+            if _peer_uid(conn) != os.getuid():
+                return
+            request, fds = await _receive(conn)
+            reply = await self._run(conn, request, fds)
+            await asyncio.get_running_loop().sock_sendall(conn, json.dumps(reply).encode() + b"\n")
+        except (OSError, ValueError) as exc:
+            with contextlib.suppress(OSError):
+                await asyncio.get_running_loop().sock_sendall(
+                    conn, json.dumps({"error": str(exc)}).encode() + b"\n"
+                )
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            conn.close()
+
+    async def _run(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> Any:
+        if len(fds) != 3:
+            return {"error": "send stdin, stdout and stderr with the request"}
+        command = [str(word) for word in request.get("command") or []]
+        if not command:
+            return {"error": "a command is required"}
+        found = self._target(
+            str(request.get("namespace") or "default"),
+            str(request.get("pod") or ""),
+            str(request.get("container") or ""),
+        )
+        if isinstance(found, str):
+            return {"error": found}
+        launch, group = found
+        process = await processes.start(
+            command,
+            env=launch.env,
+            cwd=launch.cwd,
+            stdin=fds[0],
+            stdout=fds[1],
+            stderr=fds[2],
+            process_group=group,
+        )
+        for fd in fds:
+            os.close(fd)
+        fds.clear()
+        return {"exitCode": processes.exit_code(await _wait_or_hang_up(conn, process))}
+
+
+async def _wait_or_hang_up(conn: socket.socket, process: asyncio.subprocess.Process) -> int:
+    loop = asyncio.get_running_loop()
+    exited = asyncio.ensure_future(process.wait())
+    hung_up = asyncio.ensure_future(loop.sock_recv(conn, 1))
+    try:
+        await asyncio.wait([exited, hung_up], return_when=asyncio.FIRST_COMPLETED)
+        if not exited.done():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGKILL)
+        return await exited
+    finally:
+        hung_up.cancel()
+        exited.cancel()
+
+
+def _peer_uid(conn: socket.socket) -> int:
+    raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", raw)
+    return int(uid)
+
+
+async def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    loop = asyncio.get_running_loop()
+    data, fds = b"", []
+    while not data.endswith(b"\n"):
+        readable: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(conn.fileno(), _resolve, readable)
+        try:
+            await readable
+        finally:
+            loop.remove_reader(conn.fileno())
+        chunk, more, _flags, _addr = socket.recv_fds(conn, 65536, 3)
+        fds.extend(more)
+        if not chunk or len(data) + len(chunk) > _REQUEST_LIMIT:
+            raise ValueError("incomplete exec request")
+        data += chunk
+    request = json.loads(data)
+    if not isinstance(request, dict):
+        raise ValueError("an exec request is a JSON object")
+    return request, fds
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

@@ -1,0 +1,446 @@
+"""One pod's life as processes: configure, init containers in order, containers, stop.
+
+``PodRun.run`` (one task per pod) does, in order:
+
+1. refuse a pod it can never run: a container without ``command`` (images are not pulled)
+   fails the pod at once, ``ContainerCannotRun``; so does more GPUs than the machine has;
+2. configure: fetch the ConfigMaps and Secrets the pod reads, build the sandbox and volumes,
+   resolve every container's env, argv and working directory. A ``ConfigError`` shows the
+   container(s) ``waiting: CreateContainerConfigError`` with kubelet's message and is retried
+   every ``config_retry`` seconds; after ``config_timeout`` the pod fails with that reason
+   (Kubernetes would wait forever; a local run must end);
+3. init containers one after the other; then every container at once. Each container's
+   loop starts the process, pumps its output to the log, waits for it, kills what is left of
+   its process group, and restarts it per ``restartPolicy`` after a back-off
+   (``CrashLoopBackOff``; 10 s doubling to 300 s by default, reset after 10 minutes of
+   running), incrementing ``restartCount``. A process that cannot be executed ends
+   ``terminated`` (128, ``StartError``, the OS error) and fails the pod: retrying cannot help;
+4. phase: ``Pending`` until a container runs, ``Running``, then ``Succeeded`` when every
+   container is done with exit code 0, else ``Failed``.
+
+``stop(grace)`` (deletion, kubelet shutdown): no more starts or restarts; SIGTERM to every
+container's process group, SIGKILL to the groups still alive after ``grace`` seconds.
+Every change calls ``on_change``; the kubelet writes the status once per loop turn.
+Neighbours: ``kubelet`` (owns the runs), ``sandbox``, ``environment``, ``processes``,
+``logfiles``, ``gpus``, ``podstate``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainop import errors
+from trainop.kube.client import Client
+from trainop.kube.resources import CONFIGMAPS, SECRETS
+from trainop.local.kubelet import environment, gpus, processes, sandbox
+from trainop.local.kubelet.environment import ConfigError, Node, Sources
+from trainop.local.kubelet.logfiles import LogFiles, pump
+from trainop.local.kubelet.podstate import ContainerState, PodState
+from trainop.local.kubelet.reaper import Reaper
+from trainop.local.podstatus.render import Termination
+
+Raw = dict[str, Any]
+CANNOT_RUN_EXIT_CODE = 128  # what container runtimes report for a container never started
+NO_COMMAND = "images are not pulled in local mode: a container needs an explicit command"
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Delay before restarting a container that exited (kubelet's CrashLoopBackOff)."""
+
+    initial: float = 10.0
+    maximum: float = 300.0
+    reset_after: float = 600.0
+
+    def delay(self, failures: int) -> float:
+        return float(min(self.initial * 2 ** max(failures - 1, 0), self.maximum))
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What every pod run of one kubelet shares."""
+
+    root: Path
+    node: Node
+    working_dir: Path
+    base_env: Mapping[str, str]
+    backoff: Backoff = field(default_factory=Backoff)
+    config_timeout: float = 30.0
+    config_retry: float = 1.0
+    exec_address: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """How to start one container's process."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    gpus: int
+
+
+class CannotRun(errors.TrainopError):
+    """The pod can never run: it fails with ``reason`` and the message; ``containers`` (not
+    started) end ``terminated`` with that reason."""
+
+    def __init__(self, reason: str, message: str, containers: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.containers = containers
+
+
+class PodRun:
+    """Runs one pod (see the module docstring)."""
+
+    def __init__(
+        self,
+        pod: Raw,
+        *,
+        settings: Settings,
+        client: Client,
+        logs: LogFiles,
+        reaper: Reaper,
+        pool: gpus.GpuPool,
+        now: Callable[[], str],
+        on_change: Callable[[PodRun], None],
+    ) -> None:
+        self.pod = pod
+        self.state = initial_state(pod, now())
+        self.sandbox = sandbox.Sandbox.of(
+            settings.root, self.state.namespace, self.state.name, self.state.uid
+        )
+        self._settings, self._client, self._logs = settings, client, logs
+        self._reaper, self._pool, self._now, self._on_change = reaper, pool, now, on_change
+        self._launches: dict[str, Launch] = {}
+        self._processes: dict[str, asyncio.subprocess.Process] = {}
+        self._stopping = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.task: asyncio.Task[None] | None = None
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def start(self) -> None:
+        """Start the pod's task."""
+        self.task = asyncio.get_running_loop().create_task(self.run())
+
+    async def run(self) -> None:
+        """The pod's whole life (see the module docstring)."""
+        self._logs.register(self.state.namespace, self.state.name, self.sandbox)
+        self._changed()
+        try:
+            _refuse_unrunnable(self.pod, self._pool)
+            if await self._configure() and await self._run_init_containers():
+                await self._run_containers()
+        except CannotRun as exc:
+            await self._fail(exc)
+        if self.stopping and not self.state.is_terminal:
+            self.state.phase = "Failed"  # stopped before its containers could finish
+        self._changed()
+
+    async def stop(self, grace: float) -> None:
+        """Stop everything: SIGTERM now, SIGKILL after ``grace``; return when all is done."""
+        await self._halt(grace)
+        if self.task is not None:
+            await asyncio.gather(self.task, return_exceptions=True)
+
+    async def _halt(self, grace: float) -> None:
+        self._stopping.set()
+        for process in list(self._processes.values()):
+            processes.signal_group(process.pid, signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), timeout=max(grace, 0.0))
+        for process in list(self._processes.values()):
+            processes.signal_group(process.pid, signal.SIGKILL)
+        await self._idle.wait()
+
+    def exec_target(self, container: str) -> tuple[Launch, int] | None:
+        """The launch settings and process group of a running container, for ``exec``."""
+        process = self._processes.get(container)
+        launch = self._launches.get(container)
+        if process is None or launch is None or process.returncode is not None:
+            return None
+        return launch, process.pid
+
+    # --- configuration -------------------------------------------------------------------
+
+    async def _configure(self) -> bool:
+        deadline = time.monotonic() + self._settings.config_timeout
+        while True:
+            problems = await self._try_configure()
+            if not problems:
+                return True
+            for container in self.state.all_containers():
+                if container.name in problems:
+                    container.wait("CreateContainerConfigError", problems[container.name])
+            self._changed()
+            if time.monotonic() >= deadline:
+                message = "; ".join(f"container {n}: {m}" for n, m in problems.items())
+                raise CannotRun("CreateContainerConfigError", message, tuple(problems))
+            if await self._stopped_within(self._settings.config_retry):
+                return False
+
+    async def _try_configure(self) -> dict[str, str]:
+        config_maps, secrets = await self._fetch()
+        sources = Sources(
+            config_maps={k: _maybe(environment.config_map_data, v) for k, v in config_maps.items()},
+            secrets={k: _maybe(environment.decode_secret, v) for k, v in secrets.items()},
+        )
+        every = [c["name"] for c in _containers(self.pod)]
+        try:
+            volumes = sandbox.prepare(self.sandbox, self.pod, config_maps, secrets)
+        except ConfigError as exc:
+            return dict.fromkeys(every, str(exc))
+        problems = {}
+        for container in _containers(self.pod):
+            try:
+                self._launches[container["name"]] = self._launch(container, sources, volumes)
+            except ConfigError as exc:
+                problems[container["name"]] = str(exc)
+        return problems
+
+    async def _fetch(self) -> tuple[dict[str, Raw | None], dict[str, Raw | None]]:
+        wanted_maps, wanted_secrets = environment.referenced(self.pod)
+        namespace = self.state.namespace
+        found: list[dict[str, Raw | None]] = [{}, {}]
+        for table, resource, names in ((0, CONFIGMAPS, wanted_maps), (1, SECRETS, wanted_secrets)):
+            for name in names:
+                try:
+                    found[table][name] = await self._client.get(
+                        resource, name=name, namespace=namespace
+                    )
+                except errors.NotFoundError:
+                    found[table][name] = None
+        return found[0], found[1]
+
+    def _launch(self, container: Raw, sources: Sources, volumes: dict[str, Path]) -> Launch:
+        own = environment.resolve(self.pod, container, sources, self._settings.node)
+        extra = sandbox.variables(self.sandbox, container, volumes)
+        extra["HOSTNAME"] = str(self.pod["spec"].get("hostname") or self.state.name)
+        if self._settings.exec_address:
+            extra["TRAINOP_EXEC_ADDRESS"] = self._settings.exec_address
+        visible = {**extra, **own}
+        sandbox.mount(self.sandbox, container, volumes)
+        return Launch(
+            argv=environment.argv(container, visible),
+            env={**self._settings.base_env, **visible},
+            cwd=sandbox.working_dir(self.sandbox, container, self._settings.working_dir),
+            gpus=gpus.wanted(container),
+        )
+
+    # --- running ---------------------------------------------------------------------------
+
+    async def _run_init_containers(self) -> bool:
+        for container in self.state.init_containers:
+            if not await self._run_container(container, init=True):
+                if not self.state.is_terminal:
+                    self.state.phase = "Failed"
+                return False
+        self.state.initialized_at = self._now()
+        for container in self.state.containers:
+            container.wait("ContainerCreating")
+        self._changed()
+        return True
+
+    async def _run_containers(self) -> None:
+        results = await asyncio.gather(
+            *(self._run_container(c, init=False) for c in self.state.containers)
+        )
+        if not self.state.is_terminal:
+            self.state.phase = "Succeeded" if all(results) else "Failed"
+
+    async def _run_container(self, container: ContainerState, *, init: bool) -> bool:
+        """Run until done for good; True when it ended with exit code 0."""
+        launch = self._launches[container.name]
+        devices = await self._take_gpus(container, launch.gpus)
+        if devices is None:
+            return False
+        env = {**launch.env, **self._pool.variables(devices)}
+        try:
+            failures = 0
+            while not self.stopping:
+                code, ran_for = await self._run_once(container, launch, env)
+                if self.stopping or not _restarts(self.pod, code, init=init):
+                    return code == 0
+                failures = 1 if ran_for > self._settings.backoff.reset_after else failures + 1
+                delay = self._settings.backoff.delay(failures)
+                container.wait("CrashLoopBackOff", _backoff_message(self, container, delay))
+                self._changed()
+                if await self._stopped_within(delay):
+                    return False
+            return False
+        finally:
+            self._pool.give_back(devices)
+
+    async def _run_once(
+        self, container: ContainerState, launch: Launch, env: dict[str, str]
+    ) -> tuple[int, float]:
+        oom_before, began = processes.oom_kills(), time.monotonic()
+        try:
+            process = await processes.start(launch.argv, env=env, cwd=launch.cwd)
+        except OSError as exc:
+            message = processes.describe_start_error(launch.argv, exc)
+            container.end(self._never_ran("StartError", message))
+            raise CannotRun("StartError", f"container {container.name}: {message}") from exc
+        self._reaper.watch(process.pid)
+        self._processes[container.name] = process
+        self._idle.clear()
+        container.run(self._now(), process.pid)
+        if self.state.phase == "Pending" and container in self.state.containers:
+            self.state.phase = "Running"
+        self._changed()
+        if self.stopping:  # stop() came while the process was starting
+            processes.signal_group(process.pid, signal.SIGKILL)
+        returncode = await self._wait(container, process)
+        code = processes.exit_code(returncode)
+        reason = processes.reason(
+            returncode, killed_by_kubelet=self.stopping, oom_before=oom_before
+        )
+        container.end(Termination(code, reason, container.running_since, self._now()))
+        self._changed()
+        return code, time.monotonic() - began
+
+    async def _wait(self, container: ContainerState, process: asyncio.subprocess.Process) -> int:
+        path = self.sandbox.logs(container.name) / f"{container.restart_count}.log"
+        sink = self._logs.open(path)
+        assert process.stdout is not None
+        assert process.stderr is not None
+        pumps = [
+            asyncio.ensure_future(pump(self._logs, path, sink, "stdout", process.stdout)),
+            asyncio.ensure_future(pump(self._logs, path, sink, "stderr", process.stderr)),
+        ]
+        try:
+            returncode = await process.wait()
+        finally:
+            processes.signal_group(process.pid, signal.SIGKILL)  # what the process left behind
+            self._reaper.forget(process.pid)
+            await asyncio.gather(*pumps, return_exceptions=True)
+            self._logs.close(path, sink)
+            del self._processes[container.name]
+            if not self._processes:
+                self._idle.set()
+        return returncode
+
+    async def _take_gpus(self, container: ContainerState, count: int) -> list[str] | None:
+        while (devices := self._pool.take(count)) is None:
+            free, total = self._pool.free, len(self._pool.devices)
+            container.wait(
+                "ContainerCreating", f"waiting for {count} {gpus.RESOURCE}: {free} of {total} free"
+            )
+            self._changed()
+            released = asyncio.ensure_future(self._pool.released())
+            stopped = asyncio.ensure_future(self._stopping.wait())
+            await asyncio.wait([released, stopped], return_when=asyncio.FIRST_COMPLETED)
+            released.cancel()
+            stopped.cancel()
+            if self.stopping:
+                return None
+        return devices
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    async def _fail(self, failure: CannotRun) -> None:
+        self.state.fail(failure.reason, str(failure))
+        for name in failure.containers:
+            container = self.state.container(name)
+            if container is not None and not container.is_running:
+                message = container.waiting_message or str(failure)
+                container.end(self._never_ran(failure.reason, message))
+        await self._halt(grace_of(self.pod))
+
+    def _never_ran(self, reason: str, message: str) -> Termination:
+        now = self._now()
+        return Termination(CANNOT_RUN_EXIT_CODE, reason, now, now, message)
+
+    async def _stopped_within(self, seconds: float) -> bool:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
+        return self.stopping
+
+    def _changed(self) -> None:
+        self._on_change(self)
+
+
+def initial_state(pod: Raw, now: str) -> PodState:
+    """A pod as first seen: scheduled now, containers waiting (restart counts carried over)."""
+    meta, spec = pod["metadata"], pod.get("spec") or {}
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    counts = {s.get("name"): int(s.get("restartCount") or 0) for s in statuses}
+    inits = spec.get("initContainers") or []
+    first = "PodInitializing" if inits else "ContainerCreating"
+    return PodState(
+        namespace=meta.get("namespace", ""),
+        name=meta["name"],
+        uid=str(meta.get("uid", "")),
+        scheduled_at=now,
+        start_time=now,
+        init_containers=[
+            ContainerState(c["name"], str(c.get("image") or ""), waiting_reason="PodInitializing")
+            for c in inits
+        ],
+        containers=[
+            ContainerState(
+                c["name"],
+                str(c.get("image") or ""),
+                restart_count=counts.get(c["name"], 0),
+                waiting_reason=first,
+            )
+            for c in spec.get("containers") or []
+        ],
+    )
+
+
+def _containers(pod: Raw) -> list[Raw]:
+    spec = pod.get("spec") or {}
+    return [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+
+
+def _refuse_unrunnable(pod: Raw, pool: gpus.GpuPool) -> None:
+    for container in _containers(pod):
+        if not container.get("command"):
+            raise CannotRun(
+                "ContainerCannotRun",
+                f"container {container['name']}: {NO_COMMAND}",
+                (container["name"],),
+            )
+        wanted = gpus.wanted(container)
+        if pool.devices and wanted > len(pool.devices):
+            raise CannotRun(
+                "UnexpectedAdmissionError",
+                f"container {container['name']}: requested {wanted} {gpus.RESOURCE}, "
+                f"this machine has {len(pool.devices)}",
+            )
+
+
+def grace_of(pod: Raw) -> float:
+    """The pod's ``terminationGracePeriodSeconds`` (30 when unset)."""
+    return float((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
+
+
+def _restarts(pod: Raw, code: int, *, init: bool) -> bool:
+    policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+    if init:
+        return policy != "Never" and code != 0
+    return policy == "Always" or (policy == "OnFailure" and code != 0)
+
+
+def _backoff_message(run: PodRun, container: ContainerState, delay: float) -> str:
+    state = run.state
+    return (
+        f"back-off {delay:g}s restarting failed container={container.name} "
+        f"pod={state.name}_{state.namespace}({state.uid})"
+    )
+
+
+def _maybe(convert: Callable[[Raw], dict[str, str]], obj: Raw | None) -> dict[str, str] | None:
+    return None if obj is None else convert(obj)

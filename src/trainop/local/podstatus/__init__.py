@@ -1,0 +1,6 @@
+"""What every local kubelet shares: the pod ``status`` it renders and the writer that sends it.
+
+``render`` builds the Kubernetes shapes (conditions, container entries, terminated states)
+from plain values, so the simulated and the process kubelet report pods identically;
+``writer.StatusWriter`` sends each transition's status once, in order, per pod.
+"""
