@@ -13,6 +13,7 @@ import trainop
 from trainop.cli.local import local
 from trainop.cli.manifests import manifests
 from trainop.cli.operator import operator
+from trainop.cli.run import run
 from trainop.cli.validate import validate
 
 
@@ -26,6 +27,7 @@ main.add_command(manifests)
 main.add_command(validate)
 main.add_command(local)
 main.add_command(operator)
+main.add_command(run)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,9 @@ class EnvVar:
 class FrameworkOptions:
     """Operator-wide settings some plugins read (upstream command-line flags)."""
 
+    # Cluster-only: init containers that wait until peers' DNS names resolve (PyTorch
+    # workers). Local mode turns it off: loopback addresses need no waiting.
+    wait_for_peer_dns: bool = True
     pytorch_init_container_image: str = "alpine:3.10"
     pytorch_init_container_max_tries: int = 100
     mpi_kubectl_delivery_image: str = "kubeflow/kubectl-delivery:latest"

@@ -105,6 +105,8 @@ def decorate_pod(*, job: Job, replica: Replica, pod: Wire, options: FrameworkOpt
     """Worker pods of a job with a Master first wait until the master's name resolves."""
     if replica.type != "Worker" or "Master" not in job.spec.replica_specs:
         return pod
+    if not options.wait_for_peer_dns:
+        return pod
     result = base.editable_copy(pod)
     master = base.replica_name_of(job, "Master", 0)
     base.append_to(result["spec"], "initContainers", [_init_container(master, options)])

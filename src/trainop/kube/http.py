@@ -33,6 +33,7 @@ _PATCH_CONTENT_TYPES = {
     "strategic": "application/strategic-merge-patch+json",
 }
 RequestHook = Callable[[str, str], None]
+PODS_PATH = "/api/v1/namespaces/{namespace}/pods/{name}/log"
 
 
 def _ignore(verb: str, plural: str) -> None:
@@ -155,10 +156,36 @@ class HttpClient:
             timeoutSeconds=timeout_seconds or "",
         )
         what = f"watch {resource.plural}"
-        timeout = httpx2.Timeout(30.0, read=None)
-        request = self._http.build_request(
-            "GET", resource.path(namespace=namespace), params=params, timeout=timeout
+        async for line in self._lines(resource.path(namespace=namespace), params, what=what):
+            if line.strip():
+                yield _watch_event(json.loads(line), what=what)
+
+    async def stream_log(
+        self,
+        *,
+        name: str,
+        namespace: str,
+        container: str = "",
+        follow: bool = False,
+        previous: bool = False,
+        tail_lines: int | None = None,
+    ) -> AsyncIterator[str]:
+        """Lines of a container's log (``pods/log``); with ``follow``, until the container ends."""
+        self._on_request("get", "pods/log")
+        params = _params(
+            container=container,
+            follow="true" if follow else "",
+            previous="true" if previous else "",
+            tailLines="" if tail_lines is None else tail_lines,
         )
+        path = PODS_PATH.format(namespace=namespace, name=name)
+        async for line in self._lines(path, params, what=f"log of pod {namespace}/{name}"):
+            yield line
+
+    async def _lines(self, path: str, params: dict[str, str], *, what: str) -> AsyncIterator[str]:
+        """The lines of a streamed GET (no read timeout); errors mapped like every call."""
+        timeout = httpx2.Timeout(30.0, read=None)
+        request = self._http.build_request("GET", path, params=params, timeout=timeout)
         try:
             response = await self._http.send(request, stream=True)
         except httpx2.TransportError as exc:
@@ -168,8 +195,7 @@ class HttpClient:
                 await response.aread()
                 raise error_from_status(response.status_code, _json(response.content), what=what)
             async for line in response.aiter_lines():
-                if line.strip():
-                    yield _watch_event(json.loads(line), what=what)
+                yield line
         except httpx2.TransportError as exc:
             raise errors.UnreachableError(f"{what}: {exc}") from exc
         finally:

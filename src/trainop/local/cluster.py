@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from trainop.kube.resources import CRDS
 from trainop.local import schemas
 from trainop.local.apiserver import ApiServer, ServerConfig
 from trainop.local.apiserver.logs import LogSource, MemoryLogSource
+from trainop.local.kubelet import KubeletConfig, LogFiles, ProcessKubelet
 from trainop.local.topology import LocalTopologySource
 
 
@@ -154,3 +156,22 @@ async def install_crds(client: Client) -> None:
             current = await client.get(CRDS, name=crd["metadata"]["name"])
             crd["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
             await client.replace(CRDS, crd)
+
+
+def process_cluster(config: ClusterConfig, *, working_dir: Path | None = None) -> LocalCluster:
+    """A local cluster whose pods run as processes (``trainop run``, ``trainop local up``)."""
+    root = config.state_dir / "pods"
+    logs = LogFiles(root)
+    engine = config.manager.engine
+    local_engine = dataclasses.replace(
+        engine, frameworks=dataclasses.replace(engine.frameworks, wait_for_peer_dns=False)
+    )
+    config = dataclasses.replace(
+        config, manager=dataclasses.replace(config.manager, engine=local_engine)
+    )
+
+    def kubelet(client: Client, clock: Clock) -> Kubelet:
+        settings = KubeletConfig(root=root, working_dir=working_dir)
+        return ProcessKubelet(client=client, config=settings, clock=clock, logs=logs)
+
+    return LocalCluster(config, kubelet=kubelet, log_source=logs)

@@ -120,7 +120,8 @@ async def watch(state: ApiState, call: Call) -> web.StreamResponse:
         if backlog:
             await resp.write(b"".join(backlog))
         deadline = time.monotonic() + timeout if timeout else None
-        await _stream(state, call, sub, resp, match, deadline)
+        with contextlib.suppress(ConnectionResetError):  # the watcher went away: just stop
+            await _stream(state, call, sub, resp, match, deadline)
         return resp
     finally:
         state.store.unsubscribe(sub)

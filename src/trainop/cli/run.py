@@ -1,0 +1,182 @@
+"""``trainop run JOB.yaml``: run one job on this machine and follow it like docker compose.
+
+Starts a local cluster (embedded API server + the controller + the process kubelet) in this
+process, submits the job, prints condition changes and the replicas' logs with coloured
+``[worker-1]`` prefixes, and exits 0 when the job Succeeded, 1 when it Failed (naming the
+replica, exit code and reason), 2 for an invalid manifest, 124 on ``--timeout``. Ctrl-C (or
+SIGTERM) deletes the job and stops every process before exiting (130).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.text import Text
+
+from trainop import errors
+from trainop.api import manifest, validation
+from trainop.api.kinds import info_of
+from trainop.api.types import Job
+from trainop.kube.resources import job_resource
+from trainop.local.cluster import ClusterConfig, process_cluster
+from trainop.local.runner import Outcome, run_job
+
+_PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan")
+EXIT_FAILED, EXIT_INVALID, EXIT_TIMEOUT, EXIT_INTERRUPTED = 1, 2, 124, 130
+
+
+class ConsoleReporter:
+    """Prints conditions and multiplexed, colour-prefixed log lines."""
+
+    def __init__(self, console: Console, job: Job) -> None:
+        self._console = console
+        self._title = f"{job.kind}/{job.metadata.name}"
+        self._colours: dict[str, str] = {}
+        self._palette = itertools.cycle(_PALETTE)
+        self._width = 8
+
+    def condition(self, condition: dict[str, Any]) -> None:
+        mark = "✔" if condition["status"] == "True" else "·"
+        line = Text(f"{mark} {self._title} {condition['type']}", style="bold")
+        if condition.get("message"):
+            line.append(f"  {condition['message']}", style="dim")
+        self._console.print(line)
+
+    def log(self, replica: str, line: str) -> None:
+        colour = self._colours.setdefault(replica, next(self._palette))
+        self._width = max(self._width, len(replica))
+        prefix = Text(f"[{replica}]".ljust(self._width + 3), style=colour)
+        self._console.print(prefix + Text(line), soft_wrap=True)
+
+
+@click.command("run")
+@click.argument("path", metavar="JOB.yaml", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--timeout", type=float, default=None, help="Give up after SECONDS (exit 124).")
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep the session's state here (default: a temporary directory).",
+)
+@click.option("--keep", is_flag=True, help="Keep the session up after the job ends (Ctrl-C).")
+@click.option("-n", "--namespace", default=None, help="Namespace (default: the manifest's).")
+def run(
+    path: Path, timeout: float | None, state_dir: Path | None, keep: bool, namespace: str | None
+) -> None:
+    """Run JOB.yaml on this machine with the same controller as a cluster, and follow it."""
+    console = Console(highlight=False, soft_wrap=True)
+    job, raw = _load(path, namespace=namespace, console=console)
+    with contextlib.ExitStack() as stack:
+        if state_dir is None:
+            state_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="trainop-")))
+        code = asyncio.run(
+            _session(job, raw, state_dir, timeout=timeout, keep=keep, console=console)
+        )
+    sys.exit(code)
+
+
+def _load(path: Path, *, namespace: str | None, console: Console) -> tuple[Job, dict[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+        documents = manifest.parse_documents(text, source=str(path))
+        if len(documents) != 1:
+            raise errors.ManifestError(
+                f"{path}: expected one job, found {len(documents)} documents"
+            )
+        raw = documents[0]
+        if namespace:
+            raw.setdefault("metadata", {})["namespace"] = namespace
+        job = manifest.load_job(raw, source=str(path))
+    except OSError as exc:
+        raise click.ClickException(f"{path}: {exc.strerror}") from exc
+    except errors.InvalidJobError as exc:
+        for error in exc.errors:
+            console.print(f"{path}: {error}", style="red", highlight=False)
+        sys.exit(EXIT_INVALID)
+    except errors.TrainopError as exc:
+        console.print(str(exc), style="red")
+        sys.exit(EXIT_INVALID)
+    for warning in validation.validate(job).warnings:
+        console.print(f"warning: {warning}", style="yellow")
+    return job, raw
+
+
+async def _session(
+    job: Job,
+    raw: dict[str, Any],
+    state_dir: Path,
+    *,
+    timeout: float | None,
+    keep: bool,
+    console: Console,
+) -> int:
+    main = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if main is not None:
+            loop.add_signal_handler(sig, main.cancel)
+    config = ClusterConfig(state_dir=state_dir)
+    try:
+        async with process_cluster(config, working_dir=Path.cwd()) as cluster:
+            try:
+                outcome = await asyncio.wait_for(
+                    run_job(cluster.client, job, raw, reporter=ConsoleReporter(console, job)),
+                    timeout,
+                )
+            except TimeoutError:
+                console.print(
+                    f"✗ {job.kind}/{job.metadata.name}: timed out after {timeout}s",
+                    style="bold red",
+                )
+                await _delete(cluster.client, job)
+                return EXIT_TIMEOUT
+            except asyncio.CancelledError:
+                console.print(
+                    "interrupted: deleting the job and stopping its processes", style="yellow"
+                )
+                await _delete(cluster.client, job)
+                return EXIT_INTERRUPTED
+            code = _report(console, job, outcome)
+            if keep:
+                console.print(f"session kept; KUBECONFIG={cluster.kubeconfig} (Ctrl-C to stop)")
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.Event().wait()
+            return code
+    except errors.TrainopError as exc:
+        console.print(f"error: {exc}", style="bold red")
+        return EXIT_FAILED
+
+
+async def _delete(client: Any, job: Job) -> None:
+    with contextlib.suppress(errors.ApiError):
+        await client.delete(
+            job_resource(info_of(job)),
+            name=job.metadata.name or "",
+            namespace=job.metadata.namespace or "default",
+            propagation_policy="Foreground",
+        )
+
+
+def _report(console: Console, job: Job, outcome: Outcome) -> int:
+    title = f"{job.kind}/{job.metadata.name}"
+    if outcome.succeeded:
+        console.print(f"✔ {title} Succeeded", style="bold green")
+        return 0
+    detail = ""
+    if outcome.replica is not None and outcome.exit_code is not None:
+        detail = f": {outcome.replica} exited with code {outcome.exit_code} ({outcome.reason})"
+    elif outcome.replica is not None:
+        detail = f": {outcome.replica} could not start ({outcome.reason})"
+    console.print(f"✗ {title} Failed{detail}", style="bold red")
+    if outcome.message:
+        console.print(f"  {outcome.message}", style="red")
+    return EXIT_FAILED
