@@ -82,6 +82,31 @@ def admission_review(port: int, ca_file: Path) -> dict[str, Any]:
     return result
 
 
+def samples(port: int, family: str, **labels: str) -> list[float]:
+    """Values of ``<family>_total`` samples with these labels on the operator's /metrics."""
+    text = http_get(port, "/metrics")[1]
+    return [
+        s.value
+        for f in text_string_to_metric_families(text)
+        if f.name == family
+        for s in f.samples
+        if s.name == f"{family}_total" and all(s.labels.get(k) == v for k, v in labels.items())
+    ]
+
+
+def reconciles_done(port: int, kind: str) -> bool:
+    text = http_get(port, "/metrics")[1]
+    return any(
+        s.value >= 1
+        for f in text_string_to_metric_families(text)
+        if f.name == "trainop_reconcile_duration_seconds"
+        for s in f.samples
+        if s.name.endswith("_count")
+        and s.labels.get("kind") == kind
+        and s.labels.get("outcome") in ("done", "requeue")
+    )
+
+
 def is_ready(port: int) -> bool:
     return http_get(port, "/readyz")[0] == 200
 
@@ -154,15 +179,10 @@ def test_a_restarted_operator_does_not_count_existing_jobs_again(
         )
         try:
             until(lambda: len(pods_of(api, "j1")) == 2, what="JAX pods")
-            until(partial(is_ready, operator.health_port), what="ready")
-            text = http_get(operator.metrics_port, "/metrics")[1]
-            created = [
-                s.value
-                for f in text_string_to_metric_families(text)
-                if f.name == "training_operator_jobs_created"
-                for s in f.samples
-                if s.name.endswith("_total") and s.labels.get("framework") == "jax"
-            ]
+            port = operator.metrics_port
+            # Wait until this operator has finished reconciling the job at least once.
+            until(partial(reconciles_done, port, "JAXJob"), what="a completed reconcile")
+            created = samples(port, "training_operator_jobs_created", framework="jax")
             assert created == ([1.0] if attempt == 0 else []), f"attempt {attempt}: {created}"
         finally:
             assert operator.stop() == 0
