@@ -23,7 +23,7 @@ pods with no duplicates". The method (``docs/design/050-crash-safety.md``):
   every replica slot's pod created exactly once and never deleted, children owned by their
   job, no job lost, deleted or replaced, no Succeeded taken back and no Failed.
 
-Marked ``slow`` (``make test-slow``): 21 operator start-ups take 70-95 s on a 2-core machine.
+Marked ``slow`` (``make test-slow``): 21 operator start-ups take 70-115 s on a 2-core machine.
 """
 
 from __future__ import annotations
