@@ -3,7 +3,8 @@
 ``RULES`` is the single source of ``manifests/base/cluster-role.yaml`` (cluster-wide rules) and
 ``manifests/base/role.yaml`` (rules in the operator's own namespace); ``trainop manifests
 generate`` writes both, and a unit test runs the real reconciler over every kind and checks that
-each (verb, resource) it sends is granted here, and that each ``RECONCILE`` rule is exercised.
+each (verb, resource) it sends is granted here, and that each ``RECONCILE`` rule is exercised;
+it does the same for the leader elector and the certificate publishing, per namespace and name.
 
 The grant is the least the operator needs, not upstream's (spec 12.1). Each rule carries the
 ``Need`` that justifies it:

@@ -79,6 +79,7 @@ class OperatorProcess:
             f"127.0.0.1:{self.metrics_port}",
             "--health-probe-bind-address",
             f"127.0.0.1:{self.health_port}",
+            *webhook,
             *args,
         ]
         self._log = log.open("ab")

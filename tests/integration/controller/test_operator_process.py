@@ -126,12 +126,21 @@ def set_pods_phase(api: k8s.ApiClient, job: str, phase: str) -> None:
 def test_operator_reconciles_serves_metrics_and_stops_on_sigterm(
     server: RunningServer, api: k8s.ApiClient, tmp_path: Path
 ) -> None:
+    certs = tmp_path / "certs"
     operator = OperatorProcess(
-        server.kubeconfig, "--enable-scheme", "PyTorchJob", log=tmp_path / "operator.log"
+        server.kubeconfig,
+        "--enable-scheme",
+        "PyTorchJob",
+        log=tmp_path / "operator.log",
+        webhook_cert_dir=certs,
     )
     try:
         until(lambda: http_get(operator.health_port, "/readyz")[0] == 200, what="/readyz 200")
         assert http_get(operator.health_port, "/healthz") == (200, "ok")
+        denial = admission_review(operator.webhook_port, certs / "ca.crt")
+        assert denial["response"]["allowed"] is False
+        message = denial["response"]["status"]["message"]
+        assert "spec.pytorchReplicaSpecs[Master].replicas: Forbidden: must be 1" in message
         custom(api).create_namespaced_custom_object(
             "kubeflow.org", "v1", "default", "pytorchjobs", manifest("PyTorchJob", name="m1")
         )

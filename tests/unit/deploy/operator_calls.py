@@ -1,5 +1,9 @@
 """Run the real reconciler over scenarios of every kind and record what it asks the API for.
 
+``run_process`` does the same for the operator process's own calls outside the reconciler:
+leader election (``LeaderElector``) and the webhook certificates (``cert_publishing``), with the
+namespace and name of each call, since those rules are confined to one namespace or object.
+
 ``Recording`` is the operator's client: it forwards to a ``FakeClient`` (the "API server") and
 notes each request as RBAC sees it, (apiGroup, resource[/subresource], verb), plus every body it
 creates. The scenarios drive jobs through their lives by changing the server directly (pod
@@ -12,13 +16,18 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from tests.unit.api.builders import manifest
 from trainop.api.kinds import KINDS, kind_info
+from trainop.controller import cert_publishing, certs
 from trainop.controller.caches import OwnedObjects
 from trainop.controller.clock import FakeClock
 from trainop.controller.events import EventRecorder
+from trainop.controller.leader import LeaderElector
 from trainop.controller.reconciler import JobReconciler
 from trainop.controller.topologies import ClusterTopologySource
 from trainop.engine import gang
@@ -30,14 +39,36 @@ from trainop.kube.fake import FakeClient
 from trainop.kube.informer import Informer
 
 Request = tuple[str, str, str]  # (apiGroup, resource, verb)
+WEBHOOK_CONFIGURATION = (
+    Path(__file__).resolve().parents[3] / "manifests/base/validating-webhook-configuration.yaml"
+)
 # What jobs own besides pods, services and PodGroups (controller/caches.py).
 OTHERS = (r.CONFIGMAPS, r.SERVICEACCOUNTS, r.ROLES, r.ROLEBINDINGS, r.HPAS)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request as RBAC authorises it: verb, group, resource[/sub], namespace and name.
+
+    ``namespace`` is '' for a cluster-scoped object; ``name`` is '' for list and watch.
+    """
+
+    verb: str
+    group: str
+    resource: str
+    namespace: str
+    name: str
 
 
 @dataclass
 class Usage:
     requests: set[Request] = field(default_factory=set)
+    calls: set[Call] = field(default_factory=set)
     created: list[tuple[r.Resource, Obj]] = field(default_factory=list)
+
+
+def _namespace_of(obj: Obj) -> str:
+    return str(obj.get("metadata", {}).get("namespace") or "")
 
 
 def _name(resource: r.Resource, subresource: str = "") -> str:
@@ -50,37 +81,47 @@ class Recording:
     def __init__(self, server: FakeClient, usage: Usage) -> None:
         self._server, self._usage = server, usage
 
-    def _note(self, verb: str, resource: r.Resource, subresource: str = "") -> None:
-        self._usage.requests.add((resource.group, _name(resource, subresource), verb))
+    def _note(self, verb: str, resource: r.Resource, subresource: str = "", *,
+              namespace: str | None = None, name: str = "") -> None:  # fmt: skip
+        plural = _name(resource, subresource)
+        self._usage.requests.add((resource.group, plural, verb))
+        where = (namespace or "") if resource.namespaced else ""
+        self._usage.calls.add(Call(verb, resource.group, plural, where, name))
 
-    async def get(self, resource: r.Resource, **kw: Any) -> Obj:
-        self._note("get", resource)
-        return await self._server.get(resource, **kw)
+    async def get(self, resource: r.Resource, *, name: str, namespace: str | None = None) -> Obj:
+        self._note("get", resource, namespace=namespace, name=name)
+        return await self._server.get(resource, name=name, namespace=namespace)
 
     async def list(self, resource: r.Resource, **kw: Any) -> Any:
-        self._note("list", resource)
+        self._note("list", resource, namespace=kw.get("namespace"))
         return await self._server.list(resource, **kw)
 
-    async def create(self, resource: r.Resource, obj: Obj, **kw: Any) -> Obj:
-        self._note("create", resource)
+    async def create(self, resource: r.Resource, obj: Obj, *,
+                     namespace: str | None = None) -> Obj:  # fmt: skip
+        # RBAC authorises a create without the object's name (resourceNames never match it).
+        self._note("create", resource, namespace=namespace or _namespace_of(obj))
         self._usage.created.append((resource, obj))
-        return await self._server.create(resource, obj, **kw)
+        return await self._server.create(resource, obj, namespace=namespace)
 
     async def patch(self, resource: r.Resource, *, subresource: str = "", **kw: Any) -> Obj:
-        self._note("patch", resource, subresource)
+        self._note("patch", resource, subresource, namespace=kw.get("namespace"),
+                   name=kw["name"])  # fmt: skip
         return await self._server.patch(resource, subresource=subresource, **kw)
 
     async def replace(self, resource: r.Resource, obj: Obj, *, subresource: str = "",
-                      **kw: Any) -> Obj:  # fmt: skip
-        self._note("update", resource, subresource)
-        return await self._server.replace(resource, obj, subresource=subresource, **kw)
+                      namespace: str | None = None) -> Obj:  # fmt: skip
+        self._note("update", resource, subresource, namespace=namespace or _namespace_of(obj),
+                   name=obj["metadata"]["name"])  # fmt: skip
+        return await self._server.replace(
+            resource, obj, subresource=subresource, namespace=namespace
+        )
 
     async def delete(self, resource: r.Resource, **kw: Any) -> None:
-        self._note("delete", resource)
+        self._note("delete", resource, namespace=kw.get("namespace"), name=kw["name"])
         await self._server.delete(resource, **kw)
 
     def watch(self, resource: r.Resource, **kw: Any) -> Any:
-        self._note("watch", resource)
+        self._note("watch", resource, namespace=kw.get("namespace"))
         return self._server.watch(resource, **kw)
 
     async def close(self) -> None:
@@ -243,4 +284,67 @@ def run_all() -> Usage:
     usage = Usage()
     for scenario in scenarios().values():
         asyncio.run(scenario(usage))
+    return usage
+
+
+# ---- outside the reconciler: leader election and webhook certificates ---------------------
+
+OPERATOR_NAMESPACE = "kubeflow"  # where the Deployment, its Role and RoleBinding live
+
+
+@dataclass(frozen=True)
+class ProcessNames:
+    """The names the shipped Deployment passes to ``trainop operator`` (its args)."""
+
+    lease: str
+    secret: str
+    service: str
+
+
+async def leader_election(usage: Usage, names: ProcessNames) -> None:
+    """First candidate creates the Lease and renews it; a second takes it over and releases."""
+    server, clock = FakeClient(), FakeClock()
+    client = Recording(server, usage)
+
+    def candidate(identity: str) -> LeaderElector:
+        return LeaderElector(client=client, clock=clock, namespace=OPERATOR_NAMESPACE,
+                             name=names.lease, identity=identity)  # fmt: skip
+
+    first, second = candidate("first"), candidate("second")
+    await first.acquire()
+    assert not await second.try_acquire_or_renew(), "the Lease is held"
+    assert await first.try_acquire_or_renew(), "the holder renews"
+    clock.advance(60)
+    await second.acquire()
+    await second.release()
+    lease = await server.get(r.LEASES, name=names.lease, namespace=OPERATOR_NAMESPACE)
+    assert lease["spec"]["holderIdentity"] is None
+
+
+async def webhook_certificates(usage: Usage, names: ProcessNames) -> None:
+    """Secret created, then reused, then filled in when shipped empty; CA injected once."""
+    server, clock = FakeClient(), FakeClock()
+    client = Recording(server, usage)
+    configuration = yaml.safe_load(WEBHOOK_CONFIGURATION.read_text())
+    await server.create(cert_publishing.WEBHOOK_CONFIGURATIONS, configuration)
+
+    async def ensure() -> certs.CertBundle:
+        return await cert_publishing.ensure_secret(
+            client, namespace=OPERATOR_NAMESPACE, name=names.secret, service=names.service,
+            now=clock.now())  # fmt: skip
+
+    bundle = await ensure()
+    assert await ensure() == bundle, "a usable stored bundle is reused"
+    await server.replace(r.SECRETS, {**await server.get(r.SECRETS, name=names.secret,
+                         namespace=OPERATOR_NAMESPACE), "data": {}})  # fmt: skip
+    bundle = await ensure()
+    assert await cert_publishing.inject_ca_bundle(client, ca_cert=bundle.ca_cert)
+    assert not await cert_publishing.inject_ca_bundle(client, ca_cert=bundle.ca_cert)
+
+
+def run_process(names: ProcessNames) -> Usage:
+    """The requests of the operator process outside the reconciler, with their names."""
+    usage = Usage()
+    asyncio.run(leader_election(usage, names))
+    asyncio.run(webhook_certificates(usage, names))
     return usage

@@ -3,8 +3,10 @@
 Every (apiGroup, resource, verb) the reconciler sends over the scenarios of ``operator_calls``
 must be granted cluster-wide; every granted permission must be either sent, implied by what the
 operator creates (finalizers for blocking owner references, the MPI launcher Role's rules), or
-one of the documented needs of code outside the reconciler (leader election, webhook
-certificates), which are confined to the operator's namespace or to one named object.
+sent by the process outside the reconciler: leader election and webhook certificates, run with
+the names the shipped Deployment passes, whose every call must be granted by a rule of the
+table as Kubernetes RBAC matches it (scope, namespace, resourceNames) and whose rules must
+each be used.
 """
 
 from __future__ import annotations
@@ -15,7 +17,15 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.unit.deploy.operator_calls import Request, Usage, run_all
+from tests.unit.deploy.operator_calls import (
+    OPERATOR_NAMESPACE,
+    Call,
+    ProcessNames,
+    Request,
+    Usage,
+    run_all,
+    run_process,
+)
 from trainop.api.kinds import KINDS, kind_info
 from trainop.controller import rbac
 from trainop.controller.rbac import RULES, Need, Rule, Scope
@@ -27,6 +37,33 @@ BASE = ROOT / "manifests/base"
 @pytest.fixture(scope="module")
 def usage() -> Usage:
     return run_all()
+
+
+def deployment_names() -> ProcessNames:
+    """The Lease, Secret and Service names from the shipped Deployment's operator args."""
+    deployment = yaml.safe_load((BASE / "deployment.yaml").read_text())
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    flags = dict(arg.removeprefix("--").partition("=")[::2] for arg in container["args"])
+    return ProcessNames(
+        lease=flags["leader-election-id"],
+        secret=flags["webhook-secret-name"],
+        service=flags["webhook-service-name"],
+    )
+
+
+@pytest.fixture(scope="module")
+def process_usage() -> Usage:
+    return run_process(deployment_names())
+
+
+def allows(rule: Rule, call: Call) -> bool:
+    """Whether ``rule`` (in its Role or ClusterRole) authorises ``call``, as RBAC decides."""
+    if (call.group, call.resource, call.verb) not in triples([rule]):
+        return False
+    if rule.scope is Scope.OPERATOR_NAMESPACE and call.namespace != OPERATOR_NAMESPACE:
+        return False
+    # resourceNames never match create, list or watch: those requests carry no name.
+    return not rule.resource_names or (call.name != "" and call.name in rule.resource_names)
 
 
 def triples(rules: list[Rule]) -> set[Request]:
@@ -90,32 +127,32 @@ def test_the_operator_holds_every_rule_it_grants_to_mpi_launchers(usage: Usage) 
     assert granted(Need.MPI_ESCALATION) <= wanted - usage.requests, "escalation rules only"
 
 
-def test_nothing_is_granted_beyond_what_is_derived_or_documented(usage: Usage) -> None:
-    derived = usage.requests | finalizer_needs(usage)
+def test_nothing_is_granted_beyond_what_is_derived(usage: Usage, process_usage: Usage) -> None:
+    derived = usage.requests | finalizer_needs(usage) | process_usage.requests
     escalation = launcher_needs(usage)
-    documented = {Need.LEADER_ELECTION, Need.WEBHOOK_CERTS}
     for rule in RULES:
-        if rule.need in documented:
-            continue
         extra = triples([rule]) - derived - escalation
         assert not extra, f"{rule.why}: {sorted(extra)} is neither used nor needed"
 
 
-def test_leader_election_and_certificate_rules_are_confined() -> None:
+def test_leader_election_and_certificate_calls_are_granted(process_usage: Usage) -> None:
+    kinds = {(c.resource, c.verb) for c in process_usage.calls}
+    assert kinds == {
+        (resource, verb)
+        for resource in ("leases", "secrets")
+        for verb in ("create", "get", "update")
+    } | {("validatingwebhookconfigurations", v) for v in ("get", "update")}, "all paths ran"
+    refused = [c for c in process_usage.calls if not any(allows(rule, c) for rule in RULES)]
+    assert not refused, f"fix trainop.controller.rbac.RULES: {refused}"
+
+
+def test_every_leader_election_and_certificate_rule_is_used(process_usage: Usage) -> None:
     for rule in RULES:
-        if rule.need is Need.LEADER_ELECTION:
-            assert rule.scope is Scope.OPERATOR_NAMESPACE
-            assert rule.resources == ("leases",)
-            assert rule.verbs == ("create",) or rule.resource_names == (rbac.LEADER_ELECTION_ID,)
-        if rule.need is Need.WEBHOOK_CERTS and rule.resources == ("secrets",):
-            assert rule.scope is Scope.OPERATOR_NAMESPACE
-            assert rule.verbs == ("create",) or rule.resource_names == (rbac.WEBHOOK_SECRET_NAME,)
-    webhook = [r for r in RULES if r.resources == ("validatingwebhookconfigurations",)]
-    assert [r.resource_names for r in webhook] == [(rbac.WEBHOOK_CONFIGURATION_NAME,)]
-    group, plural = "admissionregistration.k8s.io", "validatingwebhookconfigurations"
-    assert triples(webhook) == {(group, plural, verb) for verb in ("get", "update")}
-    wanted = {("coordination.k8s.io", "leases", v) for v in ("create", "get", "update")}
-    assert triples([r for r in RULES if r.need is Need.LEADER_ELECTION]) == wanted
+        if rule.need not in (Need.LEADER_ELECTION, Need.WEBHOOK_CERTS):
+            continue
+        for resource, verb in ((res, v) for res in rule.resources for v in rule.verbs):
+            used = [c for c in process_usage.calls if c.resource == resource and c.verb == verb]
+            assert any(allows(rule, c) for c in used), f"{rule.why}: {verb} {resource} unused"
 
 
 @pytest.mark.parametrize(
