@@ -1,0 +1,66 @@
+"""``trainop local up/down/status`` with the official Kubernetes client as the user."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+from tests.integration.controller.operator_process import until
+from tests.integration.local.test_trainop_run import job, py
+
+
+def trainop(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "trainop.cli.main", "local", *args, "--state-dir", str(state)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Iterator[Path]:
+    directory = tmp_path / "local"
+    yield directory
+    trainop(directory, "down")
+
+
+def api(state: Path) -> k8s.ApiClient:
+    return k8s_config.new_client_from_config(config_file=str(state / "kubeconfig"))
+
+
+def conditions(custom: k8s.CustomObjectsApi, name: str) -> list[tuple[str, str]]:
+    obj = custom.get_namespaced_custom_object("kubeflow.org", "v1", "default", "pytorchjobs", name)
+    return [(c["type"], c["status"]) for c in (obj.get("status") or {}).get("conditions", [])]
+
+
+def test_up_run_a_job_with_the_official_client_down_up_and_it_is_still_there(state: Path) -> None:
+    started = trainop(state, "up")
+    assert started.returncode == 0, started.stdout + started.stderr
+    assert f"KUBECONFIG={state / 'kubeconfig'}" in started.stdout
+    assert trainop(state, "status").returncode == 0
+
+    custom = k8s.CustomObjectsApi(api(state))
+    hello = "import os; print('hello from rank', os.environ['RANK'])"
+    custom.create_namespaced_custom_object(
+        "kubeflow.org",
+        "v1",
+        "default",
+        "pytorchjobs",
+        job("daemon", master=py(hello), worker=py(hello)),
+    )
+    until(
+        lambda: ("Succeeded", "True") in conditions(custom, "daemon"), timeout=60, what="Succeeded"
+    )
+    log = k8s.CoreV1Api(api(state)).read_namespaced_pod_log("daemon-worker-1", "default")
+    assert "hello from rank 2" in log
+
+    assert trainop(state, "down").returncode == 0
+    assert trainop(state, "status").returncode == 3
+    assert trainop(state, "up").returncode == 0
+    custom = k8s.CustomObjectsApi(api(state))
+    listed = custom.list_namespaced_custom_object("kubeflow.org", "v1", "default", "pytorchjobs")
+    assert [item["metadata"]["name"] for item in listed["items"]] == ["daemon"]
+    assert ("Succeeded", "True") in conditions(custom, "daemon")
