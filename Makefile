@@ -7,13 +7,16 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: help venv check lint format typecheck contracts test test-slow manifests clean
+.PHONY: help venv check lint format typecheck contracts test test-slow manifests clean \
+	e2e-env e2e-env-all e2e e2e-all
 
 help:
 	@echo "make check      install everything and run every check (format, lint, mypy, contracts, tests)"
 	@echo "make manifests  regenerate manifests/crds and docs/api-reference.md"
 	@echo "make test-slow  the slow integration suites (marker: slow)"
 	@echo "make format     apply ruff format and the auto-fixable lint rules"
+	@echo "make e2e        examples end to end: PyTorch, XGBoost, MPI (installs them: e2e-env)"
+	@echo "make e2e-all    every framework's example (installs them: e2e-env-all, .venv-mxnet)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,8 +48,33 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(BIN)/pytest -q -m slow
 
+# End-to-end examples (examples/README.md): framework installs stay out of `make check`.
+MXVENV  ?= .venv-mxnet
+E2E_RUN := TRAINOP_E2E_REQUIRE=1 $(BIN)/pytest -q -m e2e tests/e2e --durations=0 -rA
+CORE    := pytorch or xgboost or mpi
+
+e2e-env: $(STAMP)
+	command -v mpirun >/dev/null || { apt-get update && apt-get install -y openmpi-bin libopenmpi-dev; }
+	$(BIN)/python -m pip install --quiet -e '.[dev,e2e]'
+	$(BIN)/python -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"
+
+e2e-env-all: e2e-env $(MXVENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[dev,e2e-all]'
+	$(BIN)/python -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"
+
+$(MXVENV)/.installed:
+	$(PYTHON) -m venv $(MXVENV)
+	$(MXVENV)/bin/python -m pip install --quiet 'mxnet==1.9.1' 'numpy<1.24'
+	touch $@
+
+e2e: e2e-env
+	$(E2E_RUN) -k '$(CORE)'
+
+e2e-all: e2e-env-all
+	$(E2E_RUN)
+
 manifests: $(STAMP)
 	$(BIN)/trainop manifests generate
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(MXVENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
