@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -278,8 +279,22 @@ class ProcessKubelet:
         return self._clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def host_environment() -> dict[str, str]:
+    """The kubelet's environment with its own interpreter's ``bin`` first on ``PATH``.
+
+    Containers run on the host Python environment trainop runs in (DESIGN §6): ``python3``,
+    ``torchrun`` or ``mpirun`` in a command resolve there first, also when the virtual
+    environment is not activated in the shell that started trainop.
+    """
+    env = dict(os.environ)
+    interpreter_bin = str(Path(sys.executable).parent)
+    rest = [d for d in env.get("PATH", "").split(os.pathsep) if d and d != interpreter_bin]
+    env["PATH"] = os.pathsep.join([interpreter_bin, *rest])
+    return env
+
+
 def _settings(config: KubeletConfig, exec_address: str) -> Settings:
-    base = dict(config.base_env if config.base_env is not None else os.environ)
+    base = dict(config.base_env if config.base_env is not None else host_environment())
     for name in _HIDDEN:
         base.pop(name, None)
     page = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
