@@ -139,6 +139,20 @@ BUILTIN: tuple[ResourceType, ...] = (
         subresources=("status",),
         definition="io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler",
     ),
+    # The MPIJob launcher's ServiceAccount, Role and RoleBinding are owned objects the
+    # operator creates and watches: without these a manager running MPI never syncs.
+    *(
+        ResourceType(
+            group="rbac.authorization.k8s.io",
+            version="v1",
+            plural=plural,
+            singular=kind.lower(),
+            kind=kind,
+            namespaced=True,
+            definition=f"io.k8s.api.rbac.v1.{kind}",
+        )
+        for plural, kind in (("roles", "Role"), ("rolebindings", "RoleBinding"))
+    ),
     ResourceType(
         group="apiextensions.k8s.io",
         version="v1",
