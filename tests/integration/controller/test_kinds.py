@@ -217,12 +217,6 @@ async def evict(cluster: Cluster, pod: str) -> None:
     )
 
 
-async def fail_by_exit_code(cluster: Cluster, pod: str) -> None:
-    """The first pods exit 137 (set on the template at creation); advance to their exit."""
-    del pod
-    await cluster.advance(10)
-
-
 @pytest.mark.parametrize("policy", ["OnFailure", "ExitCode"])
 @pytest.mark.parametrize("kind", ALL_KINDS)
 def test_a_failed_worker_is_recreated_and_the_job_recovers(
