@@ -142,6 +142,16 @@ def test_operator_reconciles_serves_metrics_and_stops_on_sigterm(
     assert code == 0, (tmp_path / "operator.log").read_text()[-2000:]
 
 
+def jax_created(port: int) -> list[float]:
+    return [
+        s.value
+        for f in text_string_to_metric_families(http_get(port, "/metrics")[1])
+        if f.name == "training_operator_jobs_created"
+        for s in f.samples
+        if s.name.endswith("_total") and s.labels.get("framework") == "jax"
+    ]
+
+
 def test_a_restarted_operator_does_not_count_existing_jobs_again(
     server: RunningServer, api: k8s.ApiClient, tmp_path: Path
 ) -> None:
@@ -155,14 +165,9 @@ def test_a_restarted_operator_does_not_count_existing_jobs_again(
         try:
             until(lambda: len(pods_of(api, "j1")) == 2, what="JAX pods")
             until(partial(is_ready, operator.health_port), what="ready")
-            text = http_get(operator.metrics_port, "/metrics")[1]
-            created = [
-                s.value
-                for f in text_string_to_metric_families(text)
-                if f.name == "training_operator_jobs_created"
-                for s in f.samples
-                if s.name.endswith("_total") and s.labels.get("framework") == "jax"
-            ]
+            if attempt == 0:  # counted with the Created status write, after the pods' creation
+                until(partial(jax_created, operator.metrics_port), what="the created counter")
+            created = jax_created(operator.metrics_port)
             assert created == ([1.0] if attempt == 0 else []), f"attempt {attempt}: {created}"
         finally:
             assert operator.stop() == 0
