@@ -42,6 +42,11 @@ class WorkQueue:
         """Keys waiting to be handed to a worker."""
         return len(self._queue)
 
+    @property
+    def in_flight(self) -> int:
+        """Keys handed to a worker and not yet ``done``."""
+        return len(self._processing)
+
     def add(self, key: str) -> None:
         if self._shut_down or key in self._dirty:
             return

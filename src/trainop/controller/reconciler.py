@@ -8,7 +8,9 @@ The contract is controller-runtime's: a key in, a small ``Result`` out. Outcomes
 Reads come from caches only (zero GET/LIST per reconcile). Creates carry deterministic names,
 so ``AlreadyExists`` after a crash or a stale cache is success, never a duplicate; ``NotFound`` on
 delete is success too. The status is written only when it changed, with the cached
-resourceVersion: a conflict fails the reconcile and the retry sees the newer object.
+resourceVersion: a conflict fails the reconcile and the retry sees the newer object. A status
+that finishes the job is written *before* the plan's actions, so its cleanup never runs ahead
+of the outcome it follows from (upstream's order: cleanup on the reconcile after the write).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from trainop.controller.clock import Clock
 from trainop.controller.events import EventRecorder
 from trainop.controller.metrics import Metrics
 from trainop.controller.topologies import TopologySource
+from trainop.engine import conditions
 from trainop.engine import plan as engine
 from trainop.engine.actions import Action, Create, Delete, DeleteJob, Event, Update
 from trainop.frameworks.base import Framework
@@ -82,10 +85,16 @@ class JobReconciler:
         plan = engine.plan(
             job, observed, self._framework, topology, self._clock.now(), options=self._options
         )
+        deleted = any(isinstance(action, DeleteJob) for action in plan.actions)
+        writes_status = not plan.skipped and not deleted  # a deleted job has no status left
+        # A terminal status goes first: were the cleanup it triggers (pods, PodGroup) applied
+        # and the write then to conflict, the retry would plan a running job without them.
+        status_first = writes_status and conditions.is_finished(tuple(plan.status.conditions or ()))
+        if status_first:
+            await self._write_status(raw, job, plan.status)
         for action in plan.actions:
             await self._apply(raw, action)
-        deleted = any(isinstance(action, DeleteJob) for action in plan.actions)
-        if not plan.skipped and not deleted:  # a deleted job has no status left to write
+        if writes_status and not status_first:
             await self._write_status(raw, job, plan.status)
         for event in plan.events:
             await self._record(raw, event)

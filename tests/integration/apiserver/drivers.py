@@ -69,6 +69,8 @@ EVENTS = Res("", "v1", "events", "Event")
 NEW_EVENTS = Res("events.k8s.io", "v1", "events", "Event")
 LEASES = Res("coordination.k8s.io", "v1", "leases", "Lease")
 HPAS = Res("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler")
+ROLES = Res("rbac.authorization.k8s.io", "v1", "roles", "Role")
+ROLEBINDINGS = Res("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
 CRDS = Res(
     "apiextensions.k8s.io",
     "v1",

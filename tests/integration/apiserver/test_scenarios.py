@@ -45,6 +45,11 @@ SAMPLES: dict[drivers.Res, dict[str, Any]] = {
         "type": "Normal",
     },
     drivers.LEASES: {"spec": {"holderIdentity": "me", "leaseDurationSeconds": 15}},
+    drivers.ROLES: {"rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]},
+    drivers.ROLEBINDINGS: {
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+        "subjects": [{"kind": "ServiceAccount", "name": "s"}],
+    },
     drivers.HPAS: {
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},

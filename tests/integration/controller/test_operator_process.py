@@ -176,6 +176,16 @@ def test_operator_reconciles_serves_metrics_and_stops_on_sigterm(
     assert code == 0, (tmp_path / "operator.log").read_text()[-2000:]
 
 
+def jax_created(port: int) -> list[float]:
+    return [
+        s.value
+        for f in text_string_to_metric_families(http_get(port, "/metrics")[1])
+        if f.name == "training_operator_jobs_created"
+        for s in f.samples
+        if s.name.endswith("_total") and s.labels.get("framework") == "jax"
+    ]
+
+
 def test_a_restarted_operator_does_not_count_existing_jobs_again(
     server: RunningServer, api: k8s.ApiClient, tmp_path: Path
 ) -> None:

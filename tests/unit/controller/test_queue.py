@@ -34,10 +34,11 @@ def test_a_key_in_progress_is_not_handed_out_again_until_done() -> None:
     async def body(queue: WorkQueue, clock: FakeClock) -> None:
         queue.add("ns/a")
         key = await queue.get()
+        assert queue.in_flight == 1
         queue.add("ns/a")  # an event arrives while reconciling
         assert queue.depth == 0
         queue.done(key)
-        assert queue.depth == 1
+        assert (queue.depth, queue.in_flight) == (1, 0)
         assert await queue.get() == "ns/a"
 
     run(body)

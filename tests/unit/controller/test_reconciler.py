@@ -252,3 +252,27 @@ def test_a_finished_job_with_ttl_zero_is_deleted_without_a_failing_status_write(
         assert "SuccessfulDeleteJob" in reasons
 
     run(body)
+
+
+def test_a_conflicting_terminal_status_write_applies_no_cleanup() -> None:
+    """Cleanup applied before a failed write would leave a job the retry sees as running,
+    with its pods (and PodGroup) gone: the terminal status is persisted first."""
+
+    async def body(w: World) -> None:
+        job = manifest("PyTorchJob", runPolicy={"cleanPodPolicy": "All"})
+        await w.client.create(PYTORCH, job, namespace="default")
+        await w.settle()
+        await w.reconciler.reconcile("default/job")
+        await set_phase(w, "Succeeded")
+        await w.settle()
+        conflict = errors.ConflictError("the object has been modified", status=409)
+        w.client.inject("replace", conflict, resource=PYTORCH)
+        with pytest.raises(errors.ConflictError):
+            await w.reconciler.reconcile("default/job")
+        assert await w.names(PODS) == ["job-master-0", "job-worker-0", "job-worker-1"]
+        await w.settle()
+        await w.reconciler.reconcile("default/job")
+        assert ("Succeeded", "True") in await conditions(w)
+        assert await w.names(PODS) == []
+
+    run(body)
