@@ -155,17 +155,31 @@ def test_a_restarted_operator_does_not_count_existing_jobs_again(
         try:
             until(lambda: len(pods_of(api, "j1")) == 2, what="JAX pods")
             until(partial(is_ready, operator.health_port), what="ready")
-            text = http_get(operator.metrics_port, "/metrics")[1]
-            created = [
-                s.value
-                for f in text_string_to_metric_families(text)
-                if f.name == "training_operator_jobs_created"
-                for s in f.samples
-                if s.name.endswith("_total") and s.labels.get("framework") == "jax"
-            ]
+            # The Created status (and its count) comes after the pods: wait for it, not them.
+            until(lambda: has_created_condition(api, "j1"), what="Created condition")
+            if attempt == 0:
+                port = operator.metrics_port
+                until(lambda: jax_jobs_created(port) == [1.0], what="count")  # noqa: B023
+            created = jax_jobs_created(operator.metrics_port)
             assert created == ([1.0] if attempt == 0 else []), f"attempt {attempt}: {created}"
         finally:
             assert operator.stop() == 0
+
+
+def has_created_condition(api: k8s.ApiClient, name: str) -> bool:
+    conditions = (get_job(api, "jaxjobs", name).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Created" for c in conditions)
+
+
+def jax_jobs_created(metrics_port: int) -> list[float]:
+    text = http_get(metrics_port, "/metrics")[1]
+    return [
+        s.value
+        for f in text_string_to_metric_families(text)
+        if f.name == "training_operator_jobs_created"
+        for s in f.samples
+        if s.name.endswith("_total") and s.labels.get("framework") == "jax"
+    ]
 
 
 def test_leader_election_one_reconciles_and_a_standby_takes_over(
