@@ -6,6 +6,8 @@ Wiring (controller-runtime's, in asyncio):
   operator's own objects and indexed by controlling owner (``caches.OwnedObjects``);
 - a job event queues ``<ns>/<name>`` on its kind's queue; an owned-object event queues its
   controlling owner's key on the owner kind's queue;
+- Events are queued by the reconcilers and sent in the background (``EventRecorder.run``), so
+  a reconcile never waits for them;
 - ``threads`` workers per kind take keys and run ``JobReconciler.reconcile``. The error policy
   lives in one function (``_settle``): done → forget; requeue-after → ``add_after``;
   ``TerminalError`` → forget (the reconciler explained it in an event); anything else → logged
@@ -84,7 +86,7 @@ class Manager:
             pod_groups=self._pod_group_informers(),
             others=[self._informer(r, owned=True) for r in self._extra_resources()],
         )
-        recorder = EventRecorder(client=client, clock=clock)
+        self.recorder = EventRecorder(client=client, clock=clock, background=True)
         self.reconcilers = {
             kind: JobReconciler(
                 client=client,
@@ -93,7 +95,7 @@ class Manager:
                 framework=framework_for(kind),
                 topology=topology or ClusterTopology(),
                 clock=clock,
-                recorder=recorder,
+                recorder=self.recorder,
                 options=options.engine,
                 metrics=self.metrics,
             )
@@ -114,6 +116,7 @@ class Manager:
     async def run(self) -> None:
         """Start informers, wait for their first sync, then run the workers until cancelled."""
         tasks = [asyncio.create_task(i.run()) for i in self.informers()]
+        tasks.append(asyncio.create_task(self.recorder.run()))
         try:
             await asyncio.gather(*(i.synced.wait() for i in self.informers()))
             log.info("caches synced; reconciling %s", ", ".join(self._kinds))
