@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from trainop import errors
 from trainop.api.kinds import KindInfo, kind_info
-from trainop.controller.caches import OwnedObjects
+from trainop.controller import caches
 from trainop.controller.clock import Clock
 from trainop.controller.events import EventRecorder
 from trainop.controller.metrics import Metrics
@@ -38,7 +38,7 @@ from trainop.frameworks.registry import REGISTRY, framework_for
 from trainop.frameworks.topology import ClusterTopology, Topology
 from trainop.kube import resources
 from trainop.kube.client import Client, Obj
-from trainop.kube.informer import Handlers, Informer
+from trainop.kube.informer import Handlers, Informer, Projection, slim
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +80,9 @@ class Manager:
         self.jobs = {
             kind: self._informer(resources.job_resource(i)) for kind, i in self._kinds.items()
         }
-        self.owned = OwnedObjects(
-            pods=self._informer(resources.PODS, owned=True),
-            services=self._informer(resources.SERVICES, owned=True),
+        self.owned = caches.OwnedObjects(
+            pods=self._informer(resources.PODS, owned=True, project=caches.without_spec),
+            services=self._informer(resources.SERVICES, owned=True, project=caches.without_spec),
             pod_groups=self._pod_group_informers(),
             others=[self._informer(r, owned=True) for r in self._extra_resources()],
         )
@@ -134,13 +134,20 @@ class Manager:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    def _informer(self, resource: resources.Resource, *, owned: bool = False) -> Informer:
+    def _informer(
+        self,
+        resource: resources.Resource,
+        *,
+        owned: bool = False,
+        project: Projection = slim,
+    ) -> Informer:
         return Informer(
             self._client,
             resource,
             namespace=self._options.namespace,
             label_selector=OWNED_SELECTOR if owned else "",
             sleep=self._clock.sleep,
+            project=project,
         )
 
     def _pod_group_informers(self) -> list[Informer]:
