@@ -364,6 +364,10 @@ def report(args: argparse.Namespace, result: dict[str, Any]) -> None:
         spent = ", ".join(f"{k} {v:.1f}" for k, v in result[f"{phase}_cpu"].spent.items())
         print(f"CPU seconds during the {phase} phase: {spent}")
     print(f"operator writes by verb and resource: {dict(sorted(by_resource.items()))}")
+    print(
+        f"API writes/s: bare client {2 * PODS_PER_JOB * args.jobs / result['baseline_s']:.0f}, "
+        f"operator {total / result['operator_s']:.0f} (the kubelet adds ~{PODS_PER_JOB} per job)"
+    )
     print(f"(a) operator time / bare-client time: {ratio:.2f}")
     print(
         f"(b) writes per job excluding Events / minimum: {per_job:.2f} / {minimum} = "
