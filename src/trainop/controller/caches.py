@@ -5,7 +5,8 @@ scheduler, and the extra objects plugins create: ConfigMaps, HPAs, ServiceAccoun
 RoleBindings). Each is indexed by the uid of its controlling owner, so ``observed(job)`` is a
 dictionary lookup: no GET or LIST per reconcile (DESIGN §9). Pods and services are watched with a
 label selector on ``training.kubeflow.org/job-name`` so memory grows with the operator's own
-objects only.
+objects only, and cached without their ``spec`` (``without_spec``): the engine reads a pod's
+metadata and status and a service's name, never their specs, which are most of a pod's size.
 """
 
 from __future__ import annotations
@@ -14,9 +15,17 @@ from collections.abc import Iterable
 
 from trainop.engine.observed import Observed
 from trainop.kube.client import Obj
-from trainop.kube.informer import Informer
+from trainop.kube.informer import Informer, slim
 
 OWNER_INDEX = "owner"
+
+
+def without_spec(obj: Obj) -> Obj:
+    """The object as the engine reads an owned pod or service: no ``spec``, no ``managedFields``.
+
+    A shallow copy: a client may hand the same decoded event to several informers.
+    """
+    return slim({key: value for key, value in obj.items() if key != "spec"})
 
 
 def controller_uids(obj: Obj) -> list[str]:

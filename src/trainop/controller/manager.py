@@ -6,6 +6,8 @@ Wiring (controller-runtime's, in asyncio):
   operator's own objects and indexed by controlling owner (``caches.OwnedObjects``);
 - a job event queues ``<ns>/<name>`` on its kind's queue; an owned-object event queues its
   controlling owner's key on the owner kind's queue;
+- Events are queued by the reconcilers and sent in the background (``EventRecorder.run``), so
+  a reconcile never waits for them;
 - ``threads`` workers per kind take keys and run ``JobReconciler.reconcile``. The error policy
   lives in one function (``_settle``): done → forget; requeue-after → ``add_after``;
   ``TerminalError`` → forget (the reconciler explained it in an event); anything else → logged
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 
 from trainop import errors
 from trainop.api.kinds import KindInfo, kind_info
-from trainop.controller.caches import OwnedObjects
+from trainop.controller import caches
 from trainop.controller.clock import Clock
 from trainop.controller.events import EventRecorder
 from trainop.controller.metrics import Metrics
@@ -36,7 +38,7 @@ from trainop.engine.plan import EngineOptions
 from trainop.frameworks.registry import REGISTRY, framework_for
 from trainop.kube import resources
 from trainop.kube.client import Client, Obj
-from trainop.kube.informer import Handlers, Informer
+from trainop.kube.informer import Handlers, Informer, Projection, slim
 
 log = logging.getLogger(__name__)
 
@@ -78,13 +80,13 @@ class Manager:
         self.jobs = {
             kind: self._informer(resources.job_resource(i)) for kind, i in self._kinds.items()
         }
-        self.owned = OwnedObjects(
-            pods=self._informer(resources.PODS, owned=True),
-            services=self._informer(resources.SERVICES, owned=True),
+        self.owned = caches.OwnedObjects(
+            pods=self._informer(resources.PODS, owned=True, project=caches.without_spec),
+            services=self._informer(resources.SERVICES, owned=True, project=caches.without_spec),
             pod_groups=self._pod_group_informers(),
             others=[self._informer(r, owned=True) for r in self._extra_resources()],
         )
-        recorder = EventRecorder(client=client, clock=clock)
+        self.recorder = EventRecorder(client=client, clock=clock, background=True)
         self.reconcilers = {
             kind: JobReconciler(
                 client=client,
@@ -93,7 +95,7 @@ class Manager:
                 framework=framework_for(kind),
                 topologies=topologies or ClusterTopologySource(),
                 clock=clock,
-                recorder=recorder,
+                recorder=self.recorder,
                 options=options.engine,
                 metrics=self.metrics,
             )
@@ -114,6 +116,7 @@ class Manager:
     async def run(self) -> None:
         """Start informers, wait for their first sync, then run the workers until cancelled."""
         tasks = [asyncio.create_task(i.run()) for i in self.informers()]
+        tasks.append(asyncio.create_task(self.recorder.run()))
         try:
             await asyncio.gather(*(i.synced.wait() for i in self.informers()))
             log.info("caches synced; reconciling %s", ", ".join(self._kinds))
@@ -131,13 +134,20 @@ class Manager:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    def _informer(self, resource: resources.Resource, *, owned: bool = False) -> Informer:
+    def _informer(
+        self,
+        resource: resources.Resource,
+        *,
+        owned: bool = False,
+        project: Projection = slim,
+    ) -> Informer:
         return Informer(
             self._client,
             resource,
             namespace=self._options.namespace,
             label_selector=OWNED_SELECTOR if owned else "",
             sleep=self._clock.sleep,
+            project=project,
         )
 
     def _pod_group_informers(self) -> list[Informer]:

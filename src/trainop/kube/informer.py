@@ -7,7 +7,8 @@ difference from the store is delivered as add/update/delete events, so nothing t
 during a gap is missed. Other API errors back off exponentially (through the injected
 ``sleep``) and retry; the informer never gives up while it is running.
 
-Invariants: the store holds raw dicts stripped of ``managedFields`` (memory: DESIGN §9);
+Invariants: the store holds raw dicts stripped of ``managedFields``, or whatever projection
+the owner passes as ``project`` (memory: DESIGN §9);
 handlers see every change once, in resourceVersion order per object; the informer only reads.
 Neighbours: ``kube.client.Client`` (any implementation), ``controller`` (registers handlers and
 reads from ``get``/``by_index``).
@@ -25,6 +26,7 @@ from trainop.kube.resources import Resource
 
 Key = tuple[str, str]  # (namespace, name)
 Indexer = Callable[[Obj], Iterable[str]]
+Projection = Callable[[Obj], Obj]
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -66,6 +68,7 @@ class Informer:
         sleep: Sleep = asyncio.sleep,
         watch_timeout_seconds: int = 300,
         max_backoff: float = 30.0,
+        project: Projection = slim,
     ) -> None:
         self._client = client
         self._resource = resource
@@ -75,6 +78,7 @@ class Informer:
         self._sleep = sleep
         self._watch_timeout = watch_timeout_seconds
         self._max_backoff = max_backoff
+        self._project = project
         self._store: dict[Key, Obj] = {}
         self._indexes: dict[str, _Index] = {}
         self._version = ""
@@ -126,7 +130,7 @@ class Informer:
         listing = await self._client.list(
             self._resource, namespace=self._namespace, label_selector=self._selector
         )
-        fresh = {key_of(obj): slim(obj) for obj in listing.items}
+        fresh = {key_of(obj): self._project(obj) for obj in listing.items}
         for key in set(self._store) - set(fresh):
             self._apply("DELETED", self._store[key])
         for obj in fresh.values():
@@ -146,7 +150,7 @@ class Informer:
         async for event in events:
             version = event.obj.get("metadata", {}).get("resourceVersion")
             if event.type != "BOOKMARK":
-                self._apply(event.type, slim(event.obj))
+                self._apply(event.type, self._project(event.obj))
             if version:
                 self._version = version
 

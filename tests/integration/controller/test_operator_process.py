@@ -207,6 +207,22 @@ def test_a_restarted_operator_does_not_count_existing_jobs_again(
             assert operator.stop() == 0
 
 
+def has_created_condition(api: k8s.ApiClient, name: str) -> bool:
+    conditions = (get_job(api, "jaxjobs", name).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Created" for c in conditions)
+
+
+def jax_jobs_created(metrics_port: int) -> list[float]:
+    text = http_get(metrics_port, "/metrics")[1]
+    return [
+        s.value
+        for f in text_string_to_metric_families(text)
+        if f.name == "training_operator_jobs_created"
+        for s in f.samples
+        if s.name.endswith("_total") and s.labels.get("framework") == "jax"
+    ]
+
+
 def test_leader_election_one_reconciles_and_a_standby_takes_over(
     server: RunningServer, api: k8s.ApiClient, tmp_path: Path
 ) -> None:

@@ -123,3 +123,22 @@ def test_pod_changes_requeue_their_owner() -> None:
         return any(c["type"] == "Succeeded" and c["status"] == "True" for c in conditions)
 
     run(ManagerOptions(kinds=("JAXJob",)), body)
+
+
+def test_owned_pods_and_services_are_cached_without_their_spec() -> None:
+    async def body(client: FakeClient, clock: FakeClock, manager: Manager) -> None:
+        await client.create(
+            job_resource(kind_info("JAXJob")), manifest("JAXJob"), namespace="default"
+        )
+        await eventually(lambda: _cached(manager))
+        for informer in (manager.owned.pods, manager.owned.services):
+            for obj in informer.items():
+                assert "spec" not in obj
+                assert obj["metadata"]["ownerReferences"], "the owner index still works"
+        pods = (await client.list(PODS)).items
+        assert all(p["spec"]["containers"] for p in pods), "the API's objects are untouched"
+
+    async def _cached(manager: Manager) -> bool:
+        return len(manager.owned.pods.items()) == 2 and len(manager.owned.services.items()) == 2
+
+    run(ManagerOptions(kinds=("JAXJob",)), body)
