@@ -6,6 +6,7 @@ import asyncio
 import base64
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +124,11 @@ def test_every_env_source_resolves(site: Site) -> None:
         for absent in ("OPT_KEY", "OPT_SECRET", "CM_bad-key!", "CUDA_VISIBLE_DEVICES"):
             assert absent not in seen
         assert seen["TRAINOP_EXEC_ADDRESS"].startswith("@trainop-kubelet-")
-        assert seen["PATH"] == os.environ["PATH"], "the host environment is the base"
+        path = seen["PATH"].split(os.pathsep)
+        interpreter_bin = str(Path(sys.executable).parent)
+        assert path[0] == interpreter_bin, "the interpreter trainop runs on comes first"
+        host = [d for d in os.environ["PATH"].split(os.pathsep) if d and d != interpreter_bin]
+        assert path[1:] == host, "then the host PATH"
 
     run_local(site.server, site.logs, site.root, body)
 
