@@ -63,7 +63,8 @@ def pod(
     body: Wire = {"apiVersion": "v1", "kind": "Pod"}
     body["metadata"] = _pod_metadata(job, framework, replica, template)
     body["spec"] = template.get("spec") or {}
-    env = [var.to_wire() for var in framework.env(job=job, replica=replica, topology=topology)]
+    found = framework.env(job=job, replica=replica, topology=topology, options=options)
+    env = [var.to_wire() for var in found]
     for container in _env_targets(framework, containers_of(body)):
         container["env"] = [*(container.get("env") or []), *copy.deepcopy(env)]
     events = (RESTART_POLICY_WARNING,) if body["spec"].get("restartPolicy") else ()

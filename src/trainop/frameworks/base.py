@@ -64,6 +64,17 @@ class FrameworkOptions:
     pytorch_init_container_image: str = "alpine:3.10"
     pytorch_init_container_max_tries: int = 100
     mpi_kubectl_delivery_image: str = "kubeflow/kubectl-delivery:latest"
+    # Prefix of the absolute paths a plugin writes into env values: empty on a cluster; in
+    # local mode ``$(TRAINOP_ROOT)``, where the process kubelet materialises a container's
+    # mountPaths (its processes see the host's filesystem; note 060).
+    container_root: str = ""
+    # MPI (spec 7.5): the command kubexec.sh runs as ``<command> <pod> [--container C] --
+    # /bin/sh -c ...``, whether the launcher gets the kubectl-delivery init container, and
+    # env added to the launcher's first container (names the user sets win). Local mode:
+    # trainop's exec client, no delivery, Open MPI over loopback.
+    mpi_exec_command: str = "/opt/kube/kubectl exec"
+    mpi_kubectl_delivery: bool = True
+    mpi_launcher_env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +102,11 @@ class PodOutcome:
 
 
 class EnvRule(Protocol):
-    def __call__(self, *, job: Job, replica: Replica, topology: Topology) -> tuple[EnvVar, ...]:
-        """Env vars appended to the replica's containers; peers addressed through ``topology``."""
+    def __call__(
+        self, *, job: Job, replica: Replica, topology: Topology, options: FrameworkOptions
+    ) -> tuple[EnvVar, ...]:
+        """Env vars appended to the replica's containers; peers addressed through ``topology``,
+        operator-wide settings (local or cluster values) in ``options``."""
         ...
 
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 from trainop.api import kinds
 from trainop.api.types import Job
 from trainop.frameworks import base
-from trainop.frameworks.base import EnvVar, Replica
+from trainop.frameworks.base import EnvVar, FrameworkOptions, Replica
 from trainop.frameworks.topology import Topology
 
 
-def env(*, job: Job, replica: Replica, topology: Topology) -> tuple[EnvVar, ...]:
+def env(
+    *, job: Job, replica: Replica, topology: Topology, options: FrameworkOptions
+) -> tuple[EnvVar, ...]:
     """Coordinator address and process numbering for ``jax.distributed.initialize``."""
+    del options  # no operator-wide settings
     return (
         EnvVar("PYTHONUNBUFFERED", "1"),
         EnvVar("COORDINATOR_PORT", str(topology.port(job=job, replica_type="Worker", index=0))),

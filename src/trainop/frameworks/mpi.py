@@ -1,8 +1,11 @@
 """MPI (MPIJob, legacy kubectl-delivery design): launcher, idle workers, hostfile (spec 7.5).
 
 The launcher gets the rsh-agent variables; workers idle until ``mpirun`` reaches them through
-``kubexec.sh`` (``kubectl exec`` by pod name: no Services). Extra objects (``_OWNED``): ConfigMap
-``<job>-config`` (hostfile, kubexec.sh, discover_hosts.sh) and the launcher's RBAC.
+``kubexec.sh`` (``kubectl exec`` by pod name: no Services). Local mode differs only through
+``FrameworkOptions``: the env's paths under ``container_root``, kubexec.sh calling trainop's
+exec client (``mpi_exec_command``), no kubectl delivery, extra ``mpi_launcher_env``.
+Extra objects (``_OWNED``): ConfigMap ``<job>-config`` (hostfile, kubexec.sh,
+discover_hosts.sh) and the launcher's RBAC.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ _CONFIG_MOUNT = {"name": _CONFIG_VOLUME, "mountPath": "/etc/mpi"}
 _KUBECTL_MOUNT = {"name": _KUBECTL_VOLUME, "mountPath": "/opt/kube"}
 _RBAC = "rbac.authorization.k8s.io/v1"
 _OWNED = (("v1", "ConfigMap"), ("v1", "ServiceAccount"), (_RBAC, "Role"), (_RBAC, "RoleBinding"))
-_KUBEXEC = "#!/bin/sh\nset -x\nPOD_NAME=$1\nshift\n/opt/kube/kubectl exec ${{POD_NAME}}{} -- "
-_KUBEXEC += '/bin/sh -c "$*"\n'
+_KUBEXEC = (
+    '#!/bin/sh\nset -x\nPOD_NAME=$1\nshift\n{exec} ${{POD_NAME}}{container} -- /bin/sh -c "$*"\n'
+)
 
 
 def _launcher_container(job: Job) -> Wire:
@@ -33,20 +37,25 @@ def _is_gpu_launcher(job: Job) -> bool:
     )
 
 
-def env(*, job: Job, replica: Replica, topology: Topology) -> tuple[EnvVar, ...]:
-    """The launcher's rsh-agent and hostfile settings; workers get nothing."""
+def env(
+    *, job: Job, replica: Replica, topology: Topology, options: FrameworkOptions
+) -> tuple[EnvVar, ...]:
+    """The launcher's rsh-agent and hostfile settings (under ``options.container_root``) and
+    ``options.mpi_launcher_env``; workers get nothing."""
     del topology  # peers are reached by pod name through kubectl exec, not by address
     if replica.type != "Launcher":
         return ()
+    config = options.container_root + _CONFIG_MOUNT["mountPath"]
     found = [
-        EnvVar("OMPI_MCA_plm_rsh_agent", "/etc/mpi/kubexec.sh"),
-        EnvVar("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"),
+        EnvVar("OMPI_MCA_plm_rsh_agent", f"{config}/kubexec.sh"),
+        EnvVar("OMPI_MCA_orte_default_hostfile", f"{config}/hostfile"),
     ]
     if not _is_gpu_launcher(job):
         found += [EnvVar("NVIDIA_VISIBLE_DEVICES"), EnvVar("NVIDIA_DRIVER_CAPABILITIES")]
     user = {e.get("name") for e in _launcher_container(job).get("env") or []}
-    intel = {"I_MPI_HYDRA_BOOTSTRAP": "rsh", "I_MPI_HYDRA_BOOTSTRAP_EXEC": "/etc/mpi/kubexec.sh"}
-    found += [EnvVar(name, value) for name, value in intel.items() if name not in user]
+    extra = {"I_MPI_HYDRA_BOOTSTRAP": "rsh", "I_MPI_HYDRA_BOOTSTRAP_EXEC": f"{config}/kubexec.sh"}
+    extra |= dict(options.mpi_launcher_env)
+    found += [EnvVar(name, value) for name, value in extra.items() if name not in user]
     return tuple(found)
 
 
@@ -54,7 +63,7 @@ def _workers(job: Job) -> list[str]:
     return [base.replica_name_of(job, "Worker", i) for i in range(base.replicas_of(job, "Worker"))]
 
 
-def _config_map(job: Job, running_pods: frozenset[str]) -> Wire:
+def _config_map(job: Job, running_pods: frozenset[str], options: FrameworkOptions) -> Wire:
     slots = getattr(job.spec, "slots_per_worker", None) or 1
     launcher = base.replica_name_of(job, "Launcher", None)
     hosts = ([launcher] if _is_gpu_launcher(job) else []) + _workers(job)
@@ -62,7 +71,9 @@ def _config_map(job: Job, running_pods: frozenset[str]) -> Wire:
     main = getattr(job.spec, "main_container", None)
     data = {
         "hostfile": "".join(f"{host} slots={slots}\n" for host in hosts),
-        "kubexec.sh": _KUBEXEC.format(f" --container {main}" if main else ""),
+        "kubexec.sh": _KUBEXEC.format(
+            exec=options.mpi_exec_command, container=f" --container {main}" if main else ""
+        ),
         "discover_hosts.sh": "".join(["#!/bin/sh\n", *(f"echo {h}:{slots}\n" for h in running)]),
     }
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(job, "config"), "data": data}
@@ -97,20 +108,26 @@ def extra_objects(
     own = f"{job.metadata.name}-launcher"
     account = template.get("serviceAccountName") or own
     mine = [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(job, "launcher")}]
-    return (*(mine if account == own else []), _config_map(job, running_pods), *_rbac(job, account))
+    return (
+        *(mine if account == own else []),
+        _config_map(job, running_pods, options),
+        *_rbac(job, account),
+    )
 
 
 def decorate_pod(*, job: Job, replica: Replica, pod: Wire, options: FrameworkOptions) -> Wire:
-    """Workers idle with ``sleep 365d``; the launcher gets kubectl delivery and the config."""
+    """Workers idle with ``sleep 365d``; the launcher gets the config and, unless
+    ``options.mpi_kubectl_delivery`` is off, the kubectl delivery."""
     result = base.editable_copy(pod)
     spec, first = result["spec"], (base.containers_of(result) or [{}])[0]
     items = {"kubexec.sh": 0o555}
     if replica.type == "Launcher":
         items |= {"hostfile": 0o444, "discover_hosts.sh": 0o555}
         spec.setdefault("serviceAccountName", f"{job.metadata.name}-launcher")
-        base.append_to(spec, "initContainers", [_delivery(job, options)])
-        base.append_to(spec, "volumes", [{"name": _KUBECTL_VOLUME, "emptyDir": {}}])
-        base.append_to(first, "volumeMounts", [_KUBECTL_MOUNT])
+        if options.mpi_kubectl_delivery:
+            base.append_to(spec, "initContainers", [_delivery(job, options)])
+            base.append_to(spec, "volumes", [{"name": _KUBECTL_VOLUME, "emptyDir": {}}])
+            base.append_to(first, "volumeMounts", [_KUBECTL_MOUNT])
     elif not first.get("command"):
         first["command"], first["args"] = ["sleep"], ["365d"]
     base.append_to(first, "volumeMounts", [_CONFIG_MOUNT])

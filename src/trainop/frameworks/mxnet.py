@@ -14,7 +14,7 @@ from typing import Any
 from trainop.api import kinds
 from trainop.api.types import Job
 from trainop.frameworks import base
-from trainop.frameworks.base import EnvVar, Messages, Replica
+from trainop.frameworks.base import EnvVar, FrameworkOptions, Messages, Replica
 from trainop.frameworks.topology import Topology
 
 _LABEL_ANNOTATION = "tuner-server-key"
@@ -43,8 +43,11 @@ def _config(job: Job, replica: Replica, topology: Topology) -> dict[str, Any]:
     return {"cluster": cluster, "labels": labels, "task": task}
 
 
-def env(*, job: Job, replica: Replica, topology: Topology) -> tuple[EnvVar, ...]:
+def env(
+    *, job: Job, replica: Replica, topology: Topology, options: FrameworkOptions
+) -> tuple[EnvVar, ...]:
     """``MX_CONFIG`` plus the DMLC parameter-server variables."""
+    del options  # no operator-wide settings
     has_scheduler = "Scheduler" in job.spec.replica_specs
     root_port = topology.port(job=job, replica_type="Scheduler", index=0) if has_scheduler else 0
     root_uri = topology.host(job=job, replica_type="Scheduler", index=0) if has_scheduler else ""

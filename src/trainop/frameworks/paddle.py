@@ -12,7 +12,7 @@ from __future__ import annotations
 from trainop.api import kinds
 from trainop.api.types import Job
 from trainop.frameworks import base
-from trainop.frameworks.base import EnvVar, Replica
+from trainop.frameworks.base import EnvVar, FrameworkOptions, Replica
 from trainop.frameworks.topology import Topology
 
 
@@ -28,8 +28,11 @@ def _endpoint(job: Job, replica: Replica, topology: Topology) -> list[EnvVar]:
     return [EnvVar("PADDLE_MASTER", f"{host}:{port}")]
 
 
-def env(*, job: Job, replica: Replica, topology: Topology) -> tuple[EnvVar, ...]:
+def env(
+    *, job: Job, replica: Replica, topology: Topology, options: FrameworkOptions
+) -> tuple[EnvVar, ...]:
     """Job id, node count and the master endpoint for ``paddle.distributed.launch``."""
+    del options  # no operator-wide settings
     found = [
         EnvVar("PYTHONUNBUFFERED", "1"),
         EnvVar("PADDLE_JOB_ID", job.metadata.name or ""),

@@ -60,8 +60,11 @@ def _elastic_env(job: Job, policy: ElasticPolicy, topology: Topology) -> list[En
     return found
 
 
-def env(*, job: Job, replica: Replica, topology: Topology) -> tuple[EnvVar, ...]:
+def env(
+    *, job: Job, replica: Replica, topology: Topology, options: FrameworkOptions
+) -> tuple[EnvVar, ...]:
     """torchrun's environment for one replica (spec 7.2, in upstream's order)."""
+    del options  # no operator-wide settings
     found = [EnvVar("PYTHONUNBUFFERED", "1")]
     if "Master" in job.spec.replica_specs:
         found += _master_env(job, replica, topology)

@@ -15,7 +15,7 @@ from typing import Any
 from trainop.api import kinds
 from trainop.api.types import Job
 from trainop.frameworks import base
-from trainop.frameworks.base import EnvVar, Messages, PodOutcome, Replica
+from trainop.frameworks.base import EnvVar, FrameworkOptions, Messages, PodOutcome, Replica
 from trainop.frameworks.topology import Topology
 
 _KNOWN_TYPES = kinds.TFJOB.replica_types
@@ -50,8 +50,11 @@ def _sparse(job: Job, replica: Replica, topology: Topology) -> dict[str, Any]:
     return {"cluster": cluster, "task": {"type": replica.type.lower(), "index": replica.position}}
 
 
-def env(*, job: Job, replica: Replica, topology: Topology) -> tuple[EnvVar, ...]:
+def env(
+    *, job: Job, replica: Replica, topology: Topology, options: FrameworkOptions
+) -> tuple[EnvVar, ...]:
     """``TF_CONFIG`` for a distributed job; nothing for a single-replica job."""
+    del options  # no operator-wide settings
     if sum(base.replicas_of(job, rt) for rt in _KNOWN_TYPES) == 1:
         return ()
     dynamic = bool(getattr(job.spec, "enable_dynamic_worker", False))

@@ -11,12 +11,15 @@ from __future__ import annotations
 from trainop.api import kinds
 from trainop.api.types import Job
 from trainop.frameworks import base
-from trainop.frameworks.base import EnvVar, Replica
+from trainop.frameworks.base import EnvVar, FrameworkOptions, Replica
 from trainop.frameworks.topology import Topology
 
 
-def env(*, job: Job, replica: Replica, topology: Topology) -> tuple[EnvVar, ...]:
+def env(
+    *, job: Job, replica: Replica, topology: Topology, options: FrameworkOptions
+) -> tuple[EnvVar, ...]:
     """Master address, world size and rank; worker addresses for multi-replica jobs."""
+    del options  # no operator-wide settings
     world = base.total_replicas(job)
     offset = base.replicas_of(job, "Master") if replica.type == "Worker" else 0
     found = [

@@ -23,13 +23,14 @@ from typing import Protocol
 from trainop import errors
 from trainop.controller.clock import Clock, LoopClock
 from trainop.controller.manager import Manager, ManagerOptions
+from trainop.frameworks.base import FrameworkOptions
 from trainop.kube.client import Client
 from trainop.kube.http import HttpClient
 from trainop.kube.resources import CRDS
 from trainop.local import schemas
 from trainop.local.apiserver import ApiServer, ServerConfig
 from trainop.local.apiserver.logs import LogSource, MemoryLogSource
-from trainop.local.kubelet import KubeletConfig, LogFiles, ProcessKubelet
+from trainop.local.kubelet import KubeletConfig, LogFiles, ProcessKubelet, execclient
 from trainop.local.topology import LocalTopologySource
 
 
@@ -163,9 +164,7 @@ def process_cluster(config: ClusterConfig, *, working_dir: Path | None = None) -
     root = config.state_dir / "pods"
     logs = LogFiles(root)
     engine = config.manager.engine
-    local_engine = dataclasses.replace(
-        engine, frameworks=dataclasses.replace(engine.frameworks, wait_for_peer_dns=False)
-    )
+    local_engine = dataclasses.replace(engine, frameworks=local_frameworks(engine.frameworks))
     config = dataclasses.replace(
         config, manager=dataclasses.replace(config.manager, engine=local_engine)
     )
@@ -175,3 +174,22 @@ def process_cluster(config: ClusterConfig, *, working_dir: Path | None = None) -
         return ProcessKubelet(client=client, config=settings, clock=clock, logs=logs)
 
     return LocalCluster(config, kubelet=kubelet, log_source=logs)
+
+
+# Every pod of a process cluster is on this host: Open MPI's daemons and ranks talk over
+# loopback, which its TCP components exclude by default (they expect one host per node).
+_OPEN_MPI_LOOPBACK = (("OMPI_MCA_oob_tcp_if_include", "lo"), ("OMPI_MCA_btl_tcp_if_include", "lo"))
+
+
+def local_frameworks(options: FrameworkOptions) -> FrameworkOptions:
+    """The plugin settings of a process cluster (the mode reaches plugins only as data): no
+    waiting for peer DNS; paths under the sandbox's ``$(TRAINOP_ROOT)``; MPI's rsh agent execs
+    through the kubelet (``execclient``) instead of a delivered kubectl."""
+    return dataclasses.replace(
+        options,
+        wait_for_peer_dns=False,
+        container_root="$(TRAINOP_ROOT)",
+        mpi_exec_command=execclient.shell_command(),
+        mpi_kubectl_delivery=False,
+        mpi_launcher_env=_OPEN_MPI_LOOPBACK,
+    )

@@ -43,6 +43,7 @@ def test_every_env_source_resolves(site: Site) -> None:
     env_vars: list[dict[str, Any]] = [
         {"name": "PLAIN", "value": "v"},
         {"name": "EXPANDED", "value": "$(PLAIN)-$(COLOR)-$(UNDEFINED)-$$(PLAIN)"},
+        {"name": "UNDER_ROOT", "value": "$(TRAINOP_ROOT)/etc/mpi"},  # the kubelet's own
         {"name": "COLOR", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "color"}}},
         {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "sec", "key": "token"}}},
         {
@@ -96,6 +97,8 @@ def test_every_env_source_resolves(site: Site) -> None:
         expected = {
             "PLAIN": "v",
             "EXPANDED": "v-$(COLOR)-$(UNDEFINED)-$(PLAIN)",  # only earlier variables expand
+            "UNDER_ROOT": str(sandbox / "fs" / "main" / "etc" / "mpi"),
+            "TRAINOP_NAMESPACE": env.namespace,
             "COLOR": "blue",
             "TOKEN": "s3cret",
             "POD_NAME": "envs",

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 from .conftest import Site
 from .harness import Local, pod, py, run_local
@@ -82,5 +85,48 @@ def test_exec_runs_in_the_container_and_returns_its_exit_code(site: Site) -> Non
         missing = await asyncio.to_thread(exec_in, address, env.namespace, "nope", "true")
         assert missing.returncode == 1
         assert 'pods "nope" not found' in missing.stderr
+
+    run_local(site.server, site.logs, site.root, body)
+
+
+def _connections(address: str) -> int:
+    """Sockets bound to the kubelet's abstract address: the listener plus one per client."""
+    table = Path("/proc/net/unix").read_text().splitlines()[1:]
+    return sum(1 for line in table if line.split()[-1] == address)
+
+
+def test_exec_waits_for_a_starting_container_and_passes_the_command_verbatim(
+    site: Site, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    starting = pod(
+        "starting",
+        py("import time\nwhile True: time.sleep(0.05)"),
+        initContainers=[{"name": "gate", "image": "sh", "command": ["cat", str(gate)]}],
+    )
+    show = "import os, sys; print(sys.argv[1:], os.environ['TRAINOP_NAMESPACE'])"
+
+    async def body(env: Local) -> None:
+        await env.create(starting)
+        await env.wait(
+            "starting", lambda p: "running" in str(p["status"].get("initContainerStatuses"))
+        )
+        address = env.kubelet.exec_address
+        client = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "trainop.local.kubelet.execclient", "starting",
+            "--", sys.executable, "-c", show, "--", "-n", "x",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, "TRAINOP_EXEC_ADDRESS": address, "TRAINOP_NAMESPACE": env.namespace},
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while _connections(address) < 2 and client.returncode is None:
+            assert time.monotonic() < deadline, "the exec client never connected"
+            await asyncio.sleep(0.01)
+        assert client.returncode is None, "it waits while the pod initialises"
+        await asyncio.to_thread(gate.write_text, "go")
+        out, err = await asyncio.wait_for(client.communicate(), timeout=30)
+        assert client.returncode == 0, err
+        assert out.decode().strip() == f"['--', '-n', 'x'] {env.namespace}"
 
     run_local(site.server, site.logs, site.root, body)

@@ -3,8 +3,11 @@
 Order (as kubelet's ``makeEnvironmentVariables``): ``envFrom`` sources in order (with their
 ``prefix``; keys that are not valid variable names are skipped), then ``env`` entries in order,
 each overriding what came before. An ``env`` value may reference variables defined *before it*
-as ``$(NAME)``; ``command`` and ``args`` may reference any variable of the container. ``$$`` is
-a literal ``$``; a reference to an undefined variable stays as written (``expand``).
+as ``$(NAME)``, and the variables the kubelet itself gives the container (``injected``: the
+sandbox's ``TRAINOP_*``, as Kubernetes lets env values reference its service variables); a
+variable of the pod's own of the same name wins once defined. ``command`` and ``args`` may
+reference any variable of the container. ``$$`` is a literal ``$``; a reference to an undefined
+variable stays as written (``expand``).
 
 Sources: ``value``; ``valueFrom.fieldRef`` (``metadata.name|namespace|uid``,
 ``metadata.labels['k']``, ``metadata.annotations['k']``, ``spec.nodeName``,
@@ -127,11 +130,22 @@ def _data(obj: Raw, key: str) -> Iterable[tuple[str, str]]:
     return ((str(k), str(v)) for k, v in (obj.get(key) or {}).items())
 
 
-def resolve(pod: Raw, container: Raw, sources: Sources, node: Node) -> dict[str, str]:
-    """The container's variables in definition order (see the module docstring)."""
+def resolve(
+    pod: Raw,
+    container: Raw,
+    sources: Sources,
+    node: Node,
+    *,
+    injected: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The container's own variables in definition order (see the module docstring);
+    ``injected`` is visible to ``$(VAR)`` expansion but not part of the result."""
     env: dict[str, str] = {}
+    seen = dict(injected or {})
     for source in container.get("envFrom") or []:
-        env.update(_from_source(source, sources))
+        found = _from_source(source, sources)
+        env.update(found)
+        seen.update(found)
     for var in container.get("env") or []:
         name = str(var["name"])
         if var.get("valueFrom"):
@@ -139,8 +153,8 @@ def resolve(pod: Raw, container: Raw, sources: Sources, node: Node) -> dict[str,
             if value is None:
                 continue  # an optional reference that does not resolve: no variable
         else:
-            value = expand(str(var.get("value") or ""), env.get)
-        env[name] = value
+            value = expand(str(var.get("value") or ""), seen.get)
+        env[name] = seen[name] = value
     return env
 
 

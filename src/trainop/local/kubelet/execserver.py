@@ -11,6 +11,8 @@ and working directory, *in the container's process group*, with exactly those de
 its stdio — so the output goes straight to the caller (a pipe, a terminal) and the kubelet
 copies nothing. When it exits, the kubelet answers ``{"exitCode": N}`` and closes; an error
 (no such pod, container not running) is answered ``{"error": "..."}`` before anything starts.
+A pod or container that is still starting is waited for first (``ProcessKubelet``'s
+``exec_wait``): an MPI launcher may reach its workers before their processes run.
 If the client goes away first (the connection closes), the command is SIGKILLed. Being in the
 container's group, the command also dies with the container (stop, exit, kubelet death).
 """
@@ -25,13 +27,13 @@ import signal
 import socket
 import struct
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from trainop.local.kubelet import processes
 from trainop.local.kubelet.podrun import Launch
 
-Target = Callable[[str, str, str], "tuple[Launch, int] | str"]
+Target = Callable[[str, str, str], Awaitable["tuple[Launch, int] | str"]]
 _REQUEST_LIMIT = 1 << 20
 
 
@@ -101,7 +103,7 @@ class ExecServer:
         command = [str(word) for word in request.get("command") or []]
         if not command:
             return {"error": "a command is required"}
-        found = self._target(
+        found = await self._target(
             str(request.get("namespace") or "default"),
             str(request.get("pod") or ""),
             str(request.get("container") or ""),

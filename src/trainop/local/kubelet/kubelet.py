@@ -21,6 +21,7 @@ Neighbours: ``kube.informer``, ``podrun``, ``logfiles`` (the API's ``LogSource``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -62,6 +63,7 @@ class KubeletConfig:
     keep_sandboxes: bool = False
     shutdown_grace: float = 5.0
     base_env: Mapping[str, str] | None = None  # default: the kubelet's own environment
+    exec_wait: float = 60.0  # how long exec waits for a pod or container still starting
 
 
 class ProcessKubelet:
@@ -101,6 +103,7 @@ class ProcessKubelet:
         self._reaper: Reaper | None = None
         self._pool = gpus.GpuPool(())
         self._exec: execserver.ExecServer | None = None
+        self._next_change = asyncio.Event()  # set (and replaced) whenever a run changes
 
     @property
     def synced(self) -> asyncio.Event:
@@ -242,6 +245,8 @@ class ProcessKubelet:
     # --- status ---------------------------------------------------------------------------
 
     def _changed(self, run: PodRun) -> None:
+        self._next_change.set()
+        self._next_change = asyncio.Event()
         key = (run.state.namespace, run.state.name)
         if key not in self._dirty:
             self._dirty.add(key)
@@ -260,20 +265,44 @@ class ProcessKubelet:
 
     # --- exec -----------------------------------------------------------------------------
 
-    def _exec_target(
+    async def _exec_target(
         self, namespace: str, name: str, container: str
     ) -> tuple[podrun.Launch, int] | str:
+        """The container to exec into, waiting up to ``exec_wait`` while the pod is starting.
+        Why: an MPI launcher may call before its workers' processes run (upstream's
+        kubectl-delivery init container waited for them; local mode has none). The workers
+        are created first, so this kubelet knows them by then: an unknown pod fails at once."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._config.exec_wait
+        while True:
+            change = self._next_change
+            found, starting = self._exec_lookup(namespace, name, container)
+            remaining = deadline - loop.time()
+            if not starting or remaining <= 0:
+                return found
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(change.wait(), timeout=remaining)
+
+    def _exec_lookup(
+        self, namespace: str, name: str, container: str
+    ) -> tuple[tuple[podrun.Launch, int] | str, bool]:
+        """The exec target or why not, and whether that may change (the pod is starting)."""
         run = self._runs.get((namespace, name))
         if run is None:
-            return f'pods "{name}" not found'
+            return f'pods "{name}" not found', False
         names = [c.name for c in run.state.all_containers()]
         chosen = container or (names[-1] if len(run.state.containers) == 1 else "")
         if not chosen:
-            return f"a container name must be specified for pod {name}, choose one of: {names}"
+            return (
+                f"a container name must be specified for pod {name}, choose one of: {names}",
+                False,
+            )
         target = run.exec_target(chosen)
         if target is None:
-            return f"container {chosen} is not running in pod {name}"
-        return target
+            state = run.state.container(chosen)
+            starting = state is not None and not run.stopping and not run.state.is_terminal
+            return f"container {chosen} is not running in pod {name}", starting
+        return target, False
 
     def _now(self) -> str:
         return self._clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -224,11 +224,12 @@ class PodRun:
         return found[0], found[1]
 
     def _launch(self, container: Raw, sources: Sources, volumes: dict[str, Path]) -> Launch:
-        own = environment.resolve(self.pod, container, sources, self._settings.node)
         extra = sandbox.variables(self.sandbox, container, volumes)
         extra["HOSTNAME"] = str(self.pod["spec"].get("hostname") or self.state.name)
+        extra["TRAINOP_NAMESPACE"] = self.state.namespace  # kubectl's in-cluster namespace
         if self._settings.exec_address:
             extra["TRAINOP_EXEC_ADDRESS"] = self._settings.exec_address
+        own = environment.resolve(self.pod, container, sources, self._settings.node, injected=extra)
         visible = {**extra, **own}
         sandbox.mount(self.sandbox, container, volumes)
         return Launch(

@@ -84,6 +84,24 @@ def test_later_env_entries_override_env_from_and_see_earlier_ones() -> None:
     assert found == {"K": "own", "M": "m", "L": "own+cm-m"}
 
 
+def test_env_values_see_the_kubelets_own_variables_until_the_pod_redefines_them() -> None:
+    pod = _pod(
+        {"name": "AGENT", "value": "$(TRAINOP_ROOT)/etc/mpi/kubexec.sh"},
+        {"name": "HOSTNAME", "value": "mine"},
+        {"name": "SEEN", "value": "$(HOSTNAME)@$(TRAINOP_NAMESPACE)"},
+        {"name": "LATER", "value": "$(UNDEFINED)"},
+    )
+    injected = {"TRAINOP_ROOT": "/sandbox/fs/main", "HOSTNAME": "p", "TRAINOP_NAMESPACE": "ns"}
+    container = pod["spec"]["containers"][0]
+    found = environment.resolve(pod, container, NO_SOURCES, NODE, injected=injected)
+    assert found == {
+        "AGENT": "/sandbox/fs/main/etc/mpi/kubexec.sh",
+        "HOSTNAME": "mine",
+        "SEEN": "mine@ns",
+        "LATER": "$(UNDEFINED)",
+    }, "injected variables expand but are not returned; the pod's own win once defined"
+
+
 def test_unset_limits_are_the_node_capacity() -> None:
     pod = _pod(
         {"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
