@@ -7,11 +7,12 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: help venv check lint format typecheck contracts test test-slow manifests clean \
+.PHONY: help demo venv check lint format typecheck contracts test test-slow manifests clean \
 	e2e-env e2e-env-all e2e e2e-all
 
 help:
-	@echo "make check      install everything and run every check (format, lint, mypy, contracts, tests)"
+	@echo "make demo       install and run a real distributed PyTorch job locally (trainop run)"
+	@echo "make check      install everything and run every check (lint, mypy, contracts, tests, e2e)"
 	@echo "make manifests  regenerate manifests/crds and docs/api-reference.md"
 	@echo "make test-slow  the slow integration suites (marker: slow)"
 	@echo "make format     apply ruff format and the auto-fixable lint rules"
@@ -26,7 +27,14 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-check: lint typecheck contracts test
+# The one test command (README, .ci/run): every static check, the test suite, and the
+# PyTorch, XGBoost and MPI examples end to end under `trainop run`.
+check: lint typecheck contracts test e2e
+
+# Set everything up and run a real distributed PyTorch job (1 master + 2 workers, DDP on gloo)
+# on this machine with `trainop run`.
+demo: e2e-env
+	$(BIN)/trainop run examples/pytorch/ddp.yaml
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks
@@ -48,9 +56,10 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(BIN)/pytest -q -m slow
 
-# End-to-end examples (examples/README.md): framework installs stay out of `make check`.
+# End-to-end examples (examples/README.md). `make check` runs the core three (PyTorch, XGBoost,
+# MPI); `make e2e-all` adds TensorFlow, JAX, PaddlePaddle and MXNet (its own venv).
 MXVENV  ?= .venv-mxnet
-E2E_RUN := TRAINOP_E2E_REQUIRE=1 $(BIN)/pytest -q -m e2e tests/e2e --durations=0 -rA
+E2E_RUN := TRAINOP_E2E_REQUIRE=1 $(BIN)/pytest -q -m e2e tests/e2e --durations=0 -rA -s
 CORE    := pytorch or xgboost or mpi
 
 e2e-env: $(STAMP)
