@@ -71,12 +71,21 @@ class InvalidJobError(TrainopError):
 
 
 class ApiError(TrainopError):
-    """A Kubernetes API call failed. ``status`` is the HTTP code, ``reason`` the Status reason."""
+    """A Kubernetes API call failed. ``status`` is the HTTP code, ``reason`` the Status reason,
+    ``causes`` the field problems the server listed (``details.causes`` of a 422 Invalid)."""
 
-    def __init__(self, message: str, *, status: int = 0, reason: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 0,
+        reason: str = "",
+        causes: Sequence[FieldError] = (),
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
+        self.causes: tuple[FieldError, ...] = tuple(causes)
 
 
 class NotFoundError(ApiError):

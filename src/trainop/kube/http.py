@@ -66,8 +66,10 @@ class HttpClient:
         params = client_adapter.ConnectionParams(timeout=httpx2.Timeout(30.0))
         return cls(client_adapter.AsyncClient(config, params), on_request=on_request)
 
-    async def get(self, resource: Resource, *, name: str, namespace: str | None = None) -> Obj:
-        path = resource.path(namespace=namespace, name=name)
+    async def get(
+        self, resource: Resource, *, name: str, namespace: str | None = None, subresource: str = ""
+    ) -> Obj:
+        path = resource.path(namespace=namespace, name=name, subresource=subresource)
         return await self._call("get", resource, "GET", path)
 
     async def list(

@@ -31,4 +31,17 @@ def error_from_status(code: int, body: Any, *, what: str) -> errors.ApiError:
     message = body.get("message", "") if isinstance(body, dict) else ""
     cls = _BY_REASON.get(reason) or _BY_CODE.get(code, errors.ApiError)
     text = f"{what}: {message or reason or f'HTTP {code}'}"
-    return cls(text, status=code, reason=reason)
+    return cls(text, status=code, reason=reason, causes=_causes(body))
+
+
+def _causes(body: Any) -> list[errors.FieldError]:
+    """``details.causes`` of a Status body as field errors (empty when there are none)."""
+    details = body.get("details") if isinstance(body, dict) else None
+    causes = details.get("causes") if isinstance(details, dict) else None
+    return [
+        errors.FieldError(
+            str(c.get("field", "")), str(c.get("reason", "")), str(c.get("message", ""))
+        )
+        for c in causes or []
+        if isinstance(c, dict)
+    ]

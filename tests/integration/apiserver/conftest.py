@@ -76,9 +76,9 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     )
 
 
-@pytest.fixture(params=["official", "lightkube"])
+@pytest.fixture(params=["official", "lightkube", "trainop"])
 def driver(request: pytest.FixtureRequest, api: RunningServer) -> Iterator[drivers.Driver]:
-    """The same scenarios through the official client and through lightkube."""
+    """The same scenarios through the official client, lightkube, and the controller's client."""
     made = drivers.make(request.param, api.kubeconfig)
     try:
         yield made

@@ -29,6 +29,10 @@ from lightkube.core.resource_registry import resource_registry
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.types import PatchType
 
+from trainop import errors as trainop_errors
+from trainop.kube.http import HttpClient
+from trainop.kube.resources import Resource
+
 T = TypeVar("T")
 
 
@@ -145,6 +149,8 @@ def make(kind: str, kubeconfig: Path) -> Driver:
     """The driver called ``kind``."""
     if kind == "official":
         return OfficialDriver(kubeconfig)
+    if kind == "trainop":
+        return TrainopDriver(kubeconfig)
     return LightkubeDriver(kubeconfig)
 
 
@@ -499,3 +505,166 @@ class LightkubeDriver:
         cls = self._res(res)
         obj = self._run(self._guard(self.client.get(cls.Scale, name, namespace=namespace)))
         return dict(obj.to_dict())
+
+
+# ---- trainop's own client (what the controller uses) -------------------------------------
+
+
+class TrainopDriver:
+    """``trainop.kube.http.HttpClient``, the controller's client, on a private event loop."""
+
+    name = "trainop"
+
+    def __init__(self, kubeconfig: Path) -> None:
+        self.kubeconfig = kubeconfig
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self.client = self._run(self._make())
+
+    async def _make(self) -> HttpClient:
+        return HttpClient.from_kubeconfig(path=str(self.kubeconfig))
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=30)
+
+    def close(self) -> None:
+        self._run(self.client.close())
+        self._run(self._loop.shutdown_asyncgens())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+
+    @staticmethod
+    def _res(res: Res) -> Resource:
+        return Resource(res.group, res.version, res.plural, res.kind, res.namespaced)
+
+    async def _guard(self, coro: Coroutine[Any, Any, T]) -> T:
+        try:
+            return await coro
+        except trainop_errors.ApiError as exc:
+            causes = [{"field": c.path, "reason": c.type, "message": c.detail} for c in exc.causes]
+            body = {
+                "kind": "Status",
+                "code": exc.status,
+                "reason": exc.reason,
+                "message": str(exc),
+                "details": {"causes": causes},
+            }
+            raise ApiFailureError(exc.status, body) from exc
+
+    def create(
+        self, res: Res, body: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        return self._run(self._guard(self.client.create(self._res(res), body, namespace=namespace)))
+
+    def get(self, res: Res, name: str, namespace: str | None = None) -> dict[str, Any]:
+        call = self.client.get(self._res(res), name=name, namespace=namespace)
+        return self._run(self._guard(call))
+
+    def list(self, res: Res, namespace: str | None = None, **params: Any) -> dict[str, Any]:
+        call = self.client.list(
+            self._res(res),
+            namespace=namespace,
+            label_selector=params.get("label_selector") or "",
+            field_selector=params.get("field_selector") or "",
+            limit=params.get("limit") or 0,
+            continue_token=params.get("_continue") or "",
+        )
+        listed = self._run(self._guard(call))
+        meta = {"resourceVersion": listed.resource_version}
+        if listed.continue_token:
+            meta["continue"] = listed.continue_token
+        return {"items": listed.items, "metadata": meta}
+
+    def replace(
+        self,
+        res: Res,
+        name: str,
+        body: dict[str, Any],
+        namespace: str | None = None,
+        status: bool = False,
+    ) -> dict[str, Any]:
+        call = self.client.replace(
+            self._res(res), body, namespace=namespace, subresource="status" if status else ""
+        )
+        return self._run(self._guard(call))
+
+    def patch(
+        self,
+        res: Res,
+        name: str,
+        body: Any,
+        kind: str,
+        namespace: str | None = None,
+        sub: str | None = None,
+    ) -> dict[str, Any]:
+        call = self.client.patch(
+            self._res(res),
+            name=name,
+            patch=body,
+            namespace=namespace,
+            patch_type=kind,  # type: ignore[arg-type]
+            subresource=sub or "",
+        )
+        return self._run(self._guard(call))
+
+    def delete(
+        self, res: Res, name: str, namespace: str | None = None, propagation: str | None = None
+    ) -> dict[str, Any]:
+        call = self.client.delete(
+            self._res(res),
+            name=name,
+            namespace=namespace,
+            propagation_policy=propagation or "Background",
+        )
+        self._run(self._guard(call))
+        return {"kind": "Status", "status": "Success"}
+
+    async def _watch(
+        self, res: Res, namespace: str | None, rv: str | None, timeout: int, stop_after: int
+    ) -> list[tuple[str, dict[str, Any]]]:
+        out: list[tuple[str, dict[str, Any]]] = []
+        stream = self.client.watch(
+            self._res(res),
+            namespace=namespace,
+            resource_version=rv or "",
+            timeout_seconds=timeout,
+        )
+        async for event in stream:
+            out.append((event.type, event.obj))
+            if stop_after and len(out) >= stop_after:
+                break
+        return out
+
+    def watch(
+        self,
+        res: Res,
+        namespace: str | None,
+        resource_version: str | None,
+        bookmarks: bool = False,
+        timeout: int = 5,
+        stop_after: int = 0,
+    ) -> list[tuple[str, dict[str, Any]]]:
+        del bookmarks  # trainop's client always asks for bookmarks
+        call = self._watch(res, namespace, resource_version, timeout, stop_after)
+        return self._run(self._guard(call))
+
+    def log(self, pod: str, namespace: str, **params: Any) -> Iterator[str]:
+        follow = str(params.get("follow", "false")).lower() == "true"
+        stream = self.client.stream_log(
+            name=pod,
+            namespace=namespace,
+            container=params.get("container") or "",
+            follow=follow,
+            tail_lines=params.get("tail_lines"),
+        )
+        agen = stream.__aiter__()
+        while True:
+            try:
+                yield self._run(agen.__anext__()) + "\n"  # the client yields lines unterminated
+            except StopAsyncIteration:
+                return
+
+    def scale(self, res: Res, name: str, namespace: str) -> dict[str, Any]:
+        call = self.client.get(self._res(res), name=name, namespace=namespace, subresource="scale")
+        return self._run(self._guard(call))
