@@ -48,9 +48,6 @@ from trainop.kube.resources import (
 from trainop.local.simkubelet import PREFIX, Rules
 
 ALL_KINDS = [info.kind for info in KINDS]
-# The run-policy scenarios: one kind with Services and per-index pods, and MPI (no Services,
-# an unindexed launcher, extra objects).
-POLICY_KINDS = ["PyTorchJob", "MPIJob"]
 LABEL = "training.kubeflow.org/"
 # The framework's key variable, spot-checked on one pod: (pod suffix, variable, value).
 KEY_ENV = {
@@ -332,7 +329,7 @@ def test_a_job_managed_elsewhere_is_left_alone(server: RunningServer, kind: str)
 # --- run policies on a representative pair ---------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", POLICY_KINDS)
+@pytest.mark.parametrize("kind", ALL_KINDS)
 def test_active_deadline_fires_exactly_on_time(server: RunningServer, kind: str) -> None:
     """Upstream waited for an unrelated event (quirk 3); here nothing happens in between."""
 
@@ -356,7 +353,7 @@ def test_active_deadline_fires_exactly_on_time(server: RunningServer, kind: str)
     run_cluster(server, body, rules=Rules(run_seconds=1000))
 
 
-@pytest.mark.parametrize("kind", POLICY_KINDS)
+@pytest.mark.parametrize("kind", ALL_KINDS)
 def test_ttl_deletes_the_finished_job_on_time(server: RunningServer, kind: str) -> None:
     async def body(cluster: Cluster) -> None:
         job = await cluster.create_job(
@@ -408,7 +405,7 @@ def test_clean_pod_policy_after_success(
     run_cluster(server, body)
 
 
-@pytest.mark.parametrize("kind", POLICY_KINDS)
+@pytest.mark.parametrize("kind", ALL_KINDS)
 def test_suspend_deletes_the_pods_and_resume_recreates_them(
     server: RunningServer, kind: str
 ) -> None:
@@ -445,7 +442,7 @@ GANGS = {
 
 
 @pytest.mark.parametrize("scheduler", list(GANGS))
-@pytest.mark.parametrize("kind", POLICY_KINDS)
+@pytest.mark.parametrize("kind", ALL_KINDS)
 def test_gang_scheduling_creates_and_deletes_the_pod_group(
     server: RunningServer, kind: str, scheduler: str
 ) -> None:
