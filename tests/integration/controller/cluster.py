@@ -36,7 +36,7 @@ from trainop.kube.resources import CRDS, EVENTS, NAMESPACES, PODS, SERVICES, Res
 from trainop.local.simkubelet import PREFIX, Rules, SimulatedKubelet
 
 ROOT = Path(__file__).resolve().parents[3]
-DEADLINE = 20.0  # real seconds any awaited state may take
+DEADLINE = 60.0  # real seconds any awaited state may take (a bound on failure, not a wait)
 QUIET = 0.15  # real seconds without an API request or queued key that count as settled
 # Pods run 30 simulated seconds unless a test says otherwise; restarts back off 5.
 DEFAULT_RULES = Rules(run_seconds=30, restart_delay_seconds=5)

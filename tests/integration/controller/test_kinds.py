@@ -376,6 +376,31 @@ async def _is_gone(cluster: Cluster, kind: str, name: str) -> bool:
     return await cluster.job(kind, name) is None
 
 
+@pytest.mark.parametrize("policy", ["All", "Running", "None"])
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_clean_pod_policy_once_every_replica_finished(
+    server: RunningServer, kind: str, policy: str
+) -> None:
+    """All deletes every pod (and Service); Running and None keep the finished ones."""
+
+    async def body(cluster: Cluster) -> None:
+        spec = manifest(kind, name="tidy", runPolicy={"cleanPodPolicy": policy})
+        job = await cluster.create_job(spec)
+        everyone = expected_pod_names(job)
+        await cluster.until_pods("tidy", replica_count(job), "Running")
+        await cluster.advance(30)
+        await cluster.until_condition(kind, "tidy", "Succeeded")
+        remaining = set() if policy == "All" else everyone
+        pods = await cluster.until_pods("tidy", len(remaining))
+        assert set(pods) == remaining
+        await cluster.settle()
+        assert set(await cluster.pods("tidy")) == remaining
+        if framework_for(kind).creates_services:
+            assert set(await cluster.services("tidy")) == remaining
+
+    run_cluster(server, body)
+
+
 @pytest.mark.parametrize(
     ("policy", "remaining"),
     [
