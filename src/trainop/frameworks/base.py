@@ -219,3 +219,22 @@ def api_validation_errors(*, job: Job) -> tuple[str, ...]:
     """A ``Validator`` that applies the API layer's rules, for kinds upstream validates in the
     controller rather than in an admission webhook (MPIJob, spec 3.2)."""
     return tuple(str(error) for error in validation.validate(job).errors)
+
+
+def exec_rbac(*, job: Job, metadata: Wire, account: str, pods: list[str]) -> list[Wire]:
+    """A Role and RoleBinding letting ``account`` read pods and exec into ``pods`` only.
+
+    For replicas that start processes inside their peers (the MPI launcher's ``kubectl exec``);
+    both objects get ``metadata`` (name, labels).
+    """
+    rules = [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"], "resourceNames": pods},
+    ]
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": job.metadata.namespace}
+    ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": metadata["name"]}
+    head = {"apiVersion": "rbac.authorization.k8s.io/v1", "metadata": metadata}
+    return [
+        {**head, "kind": "Role", "rules": rules},
+        {**head, "kind": "RoleBinding", "subjects": [subject], "roleRef": ref},
+    ]

@@ -1,11 +1,9 @@
 """MPI (MPIJob, legacy kubectl-delivery design): launcher, idle workers, hostfile (spec 7.5).
 
-The launcher gets the rsh-agent variables; workers idle until ``mpirun`` reaches them through
-``kubexec.sh`` (``kubectl exec`` by pod name: no Services). Local mode differs only through
-``FrameworkOptions``: the env's paths under ``container_root``, kubexec.sh calling trainop's
-exec client (``mpi_exec_command``), no kubectl delivery, extra ``mpi_launcher_env``.
-Extra objects (``_OWNED``): ConfigMap ``<job>-config`` (hostfile, kubexec.sh,
-discover_hosts.sh) and the launcher's RBAC.
+Workers idle until ``mpirun`` on the launcher reaches them through ``kubexec.sh`` (exec by pod
+name: no Services). Extra objects: ConfigMap ``<job>-config`` and the launcher's RBAC. Local
+mode differs only through ``FrameworkOptions`` (``container_root``, ``mpi_exec_command``,
+``mpi_kubectl_delivery``, ``mpi_launcher_env``).
 """
 
 from __future__ import annotations
@@ -31,17 +29,14 @@ def _launcher_container(job: Job) -> Wire:
 
 
 def _is_gpu_launcher(job: Job) -> bool:
-    return any(
-        "gpu" in key
-        for key in (_launcher_container(job).get("resources") or {}).get("limits") or {}
-    )
+    limits = (_launcher_container(job).get("resources") or {}).get("limits") or {}
+    return any("gpu" in key for key in limits)
 
 
 def env(
     *, job: Job, replica: Replica, topology: Topology, options: FrameworkOptions
 ) -> tuple[EnvVar, ...]:
-    """The launcher's rsh-agent and hostfile settings (under ``options.container_root``) and
-    ``options.mpi_launcher_env``; workers get nothing."""
+    """The launcher's rsh agent, hostfile and ``mpi_launcher_env``; workers get nothing."""
     del topology  # peers are reached by pod name through kubectl exec, not by address
     if replica.type != "Launcher":
         return ()
@@ -83,27 +78,10 @@ def _meta(job: Job, suffix: str) -> Wire:
     return {"name": f"{job.metadata.name}-{suffix}", "labels": {"app": job.metadata.name}}
 
 
-def _rbac(job: Job, account: str) -> list[Wire]:
-    role = f"{job.metadata.name}-launcher"
-    rules = [
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-        {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]}
-        | {"resourceNames": _workers(job)},
-    ]
-    subject = {"kind": "ServiceAccount", "name": account, "namespace": job.metadata.namespace}
-    ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role}
-    head = {"apiVersion": _RBAC, "metadata": _meta(job, "launcher")}
-    return [
-        {**head, "kind": "Role", "rules": rules},
-        {**head, "kind": "RoleBinding", "subjects": [subject], "roleRef": ref},
-    ]
-
-
 def extra_objects(
     *, job: Job, running_pods: frozenset[str], options: FrameworkOptions
 ) -> tuple[Wire, ...]:
-    """ConfigMap, and the launcher's ServiceAccount (unless the template names one), Role and
-    RoleBinding restricted to this job's worker pods."""
+    """ConfigMap; the launcher's ServiceAccount (unless named), Role and RoleBinding."""
     template = job.spec.replica_specs["Launcher"].template.get("spec") or {}
     own = f"{job.metadata.name}-launcher"
     account = template.get("serviceAccountName") or own
@@ -111,13 +89,14 @@ def extra_objects(
     return (
         *(mine if account == own else []),
         _config_map(job, running_pods, options),
-        *_rbac(job, account),
+        *base.exec_rbac(
+            job=job, metadata=_meta(job, "launcher"), account=account, pods=_workers(job)
+        ),
     )
 
 
 def decorate_pod(*, job: Job, replica: Replica, pod: Wire, options: FrameworkOptions) -> Wire:
-    """Workers idle with ``sleep 365d``; the launcher gets the config and, unless
-    ``options.mpi_kubectl_delivery`` is off, the kubectl delivery."""
+    """Workers idle with ``sleep 365d``; the launcher gets the config (and kubectl delivery)."""
     result = base.editable_copy(pod)
     spec, first = result["spec"], (base.containers_of(result) or [{}])[0]
     items = {"kubexec.sh": 0o555}
