@@ -37,6 +37,7 @@ class Case:
 
 CASES = {
     "pytorch/ddp": Case("pytorch/ddp.yaml", ("torch",), proofs=3),
+    "pytorch/torchrun-nproc": Case("pytorch/torchrun-nproc.yaml", ("torch",), proofs=4),
     "pytorch/fail-once-exitcode": Case(
         "pytorch/fail-once-exitcode.yaml", ("torch",), proofs=3, expect="Restarting"
     ),
