@@ -10,8 +10,9 @@ Wiring (controller-runtime's, in asyncio):
   a reconcile never waits for them;
 - ``threads`` workers per kind take keys and run ``JobReconciler.reconcile``. The error policy
   lives in one function (``_settle``): done → forget; requeue-after → ``add_after``;
-  ``TerminalError`` → forget (the reconciler explained it in an event); anything else → logged
-  once here with its traceback and retried with the key's exponential backoff.
+  ``TerminalError`` → forget (the reconciler explained it in an event); a write conflict →
+  retried with backoff, logged at debug; anything else → logged once here with its traceback
+  and retried with the key's exponential backoff.
 ``ready`` turns true when every informer has synced (``/readyz``).
 """
 
@@ -208,6 +209,12 @@ class Manager:
             return "terminal"
         except asyncio.CancelledError:
             raise
+        except errors.ConflictError as exc:
+            # Routine with optimistic concurrency: the cache was behind; the retry sees the
+            # newer object. Not an error worth a traceback.
+            delay = queue.add_rate_limited(key)
+            log.debug("%s: %s; retrying in %.3fs", key, exc, delay)
+            return "conflict"
         except Exception:  # worker boundary: log once with traceback, retry with backoff
             delay = queue.add_rate_limited(key)
             log.exception("%s: reconcile failed; retrying in %.3fs", key, delay)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
+
+import pytest
 
 from tests.unit.api.builders import manifest
 from trainop import errors
@@ -142,3 +145,30 @@ def test_owned_pods_and_services_are_cached_without_their_spec() -> None:
         return len(manager.owned.pods.items()) == 2 and len(manager.owned.services.items()) == 2
 
     run(ManagerOptions(kinds=("JAXJob",)), body)
+
+
+def test_a_status_conflict_is_retried_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    async def body(client: FakeClient, clock: FakeClock, manager: Manager) -> None:
+        await eventually(lambda: _is_ready(manager))
+        conflict = errors.ConflictError("the object has been modified", status=409)
+        client.inject("replace", conflict, resource=job_resource(kind_info("JAXJob")))
+        await client.create(
+            job_resource(kind_info("JAXJob")), manifest("JAXJob"), namespace="default"
+        )
+        await eventually(lambda: _failed_once(manager.queues["JAXJob"]))
+        clock.advance(1)
+        await eventually(lambda: _has_status(client))
+
+    async def _is_ready(manager: Manager) -> bool:
+        return manager.ready
+
+    async def _failed_once(queue: WorkQueue) -> bool:
+        return queue.failures("default/job") == 1
+
+    async def _has_status(client: FakeClient) -> bool:
+        job = await client.get(job_resource(kind_info("JAXJob")), name="job", namespace="default")
+        return bool((job.get("status") or {}).get("conditions"))
+
+    with caplog.at_level(logging.INFO, logger="trainop.controller.manager"):
+        run(ManagerOptions(kinds=("JAXJob",)), body)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
