@@ -13,6 +13,11 @@ from dataclasses import dataclass
 
 _SET = re.compile(r"^\s*(!?)\s*([A-Za-z0-9._/-]+)\s*(?:(in|notin)\s*\(([^)]*)\))?\s*$")
 _EQUALITY = re.compile(r"^\s*([A-Za-z0-9._/-]+)\s*(==|=|!=)\s*([A-Za-z0-9._-]*)\s*$")
+# A label key (optional DNS-subdomain prefix and "/", then a name) and a label value.
+_KEY = re.compile(
+    r"^([a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$"
+)
+_VALUE = re.compile(r"^(([a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?)?)$")
 
 
 class SelectorError(ValueError):
@@ -73,6 +78,13 @@ def _split(text: str) -> list[str]:
 
 
 def _requirement(part: str) -> Requirement:
+    found = _unchecked(part)
+    if not _KEY.match(found.key) or not all(_VALUE.match(v) for v in found.values):
+        raise SelectorError(f"invalid label selector requirement {part.strip()!r}")
+    return found
+
+
+def _unchecked(part: str) -> Requirement:
     equality = _EQUALITY.match(part)
     if equality:
         key, op, value = equality.groups()
