@@ -24,6 +24,8 @@ from typing import Any
 
 import jsonpatch
 
+from trainop.kube.patches import merge_patch
+
 from . import status
 
 MERGE = "application/merge-patch+json"
@@ -90,19 +92,6 @@ def _json_patch(target: dict[str, Any], document: Any) -> dict[str, Any]:
     if not isinstance(result, dict):
         raise status.RequestError("patch result is not an object", status=422, reason="Invalid")
     return result
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch (returns a new value; inputs are not modified)."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge_patch(out.get(k), v)
-    return out
 
 
 def strategic_merge(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
