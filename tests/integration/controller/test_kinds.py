@@ -32,6 +32,7 @@ from tests.integration.controller.cluster import (
     start_cluster_server,
 )
 from tests.unit.api.builders import manifest
+from trainop.api import manifest as wire
 from trainop.api.kinds import KINDS, kind_info
 from trainop.controller.manager import ManagerOptions
 from trainop.engine.naming import JOB_NAME_LABEL
@@ -381,14 +382,23 @@ async def _is_gone(cluster: Cluster, kind: str, name: str) -> bool:
 def test_clean_pod_policy_once_every_replica_finished(
     server: RunningServer, kind: str, policy: str
 ) -> None:
-    """All deletes every pod (and Service); Running and None keep the finished ones."""
+    """All deletes every pod (and Service); Running and None keep the finished ones.
+
+    The other replicas finish (10 s) before the kind's primary one (30 s), so every pod has
+    ended when the job succeeds whichever replica decides success for the kind.
+    """
 
     async def body(cluster: Cluster) -> None:
         spec = manifest(kind, name="tidy", runPolicy={"cleanPodPolicy": policy})
+        primary = framework_for(kind).primary_type(wire.parse_job(spec))
+        for replica_type in spec["spec"][kind_info(kind).replica_specs_field]:
+            if replica_type != primary:
+                annotate(spec, replica_type, run_seconds=10)
         job = await cluster.create_job(spec)
         everyone = expected_pod_names(job)
         await cluster.until_pods("tidy", replica_count(job), "Running")
-        await cluster.advance(30)
+        await cluster.advance(10)
+        await cluster.advance(20)
         await cluster.until_condition(kind, "tidy", "Succeeded")
         remaining = set() if policy == "All" else everyone
         pods = await cluster.until_pods("tidy", len(remaining))
