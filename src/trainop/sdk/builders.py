@@ -211,7 +211,12 @@ def script(program: Program, *, entrypoint: str) -> str:
     func = program.train_func
     if func is None or not callable(func):
         raise InvalidArgumentError(f"Training function must be callable, got {func!r}")
-    source = textwrap.dedent(inspect.getsource(func))
+    try:
+        source = textwrap.dedent(inspect.getsource(func))
+    except (OSError, TypeError) as exc:
+        raise InvalidArgumentError(
+            f"the source of {func!r} is not available (define it in a file)"
+        ) from exc
     call = (
         f"{func.__name__}({program.parameters!r})" if program.parameters else f"{func.__name__}()"
     )
