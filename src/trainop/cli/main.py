@@ -10,7 +10,10 @@ from __future__ import annotations
 import click
 
 import trainop
+from trainop.cli.describe import describe
+from trainop.cli.jobs import delete, get, resume, submit, suspend, wait
 from trainop.cli.local import local
+from trainop.cli.logs import logs
 from trainop.cli.manifests import manifests
 from trainop.cli.operator import operator
 from trainop.cli.run import run
@@ -28,6 +31,8 @@ main.add_command(validate)
 main.add_command(local)
 main.add_command(operator)
 main.add_command(run)
+for command in (submit, get, describe, logs, wait, delete, suspend, resume):
+    main.add_command(command)
 
 
 if __name__ == "__main__":
