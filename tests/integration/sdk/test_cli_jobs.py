@@ -13,7 +13,6 @@ import yaml
 
 from tests.integration.sdk.jobs import printing_job
 
-
 FAIL_WORKERS = (
     "import os, sys, time; 'worker' in os.environ['HOSTNAME'] and sys.exit(7); time.sleep(5)"
 )
