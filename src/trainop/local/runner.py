@@ -89,7 +89,7 @@ async def _until_finished(
                     if key not in seen:
                         seen.add(key)
                         reporter.condition(condition)
-                if _finished(event):
+                if is_finished(event):
                     return event
         except errors.GoneError:
             version = ""  # resume from now; conditions already reported are remembered
@@ -111,7 +111,8 @@ async def _job_events(
             raise errors.TrainopError(f"job {meta['name']} was deleted before it finished")
 
 
-def _finished(job: Obj) -> bool:
+def is_finished(job: Obj) -> bool:
+    """Whether a raw job has ``Succeeded`` or ``Failed`` true."""
     conditions = (job.get("status") or {}).get("conditions") or []
     return any(c["type"] in (SUCCEEDED, FAILED) and c["status"] == "True" for c in conditions)
 

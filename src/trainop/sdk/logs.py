@@ -22,6 +22,7 @@ from trainop import errors
 from trainop.kube.client import Obj
 from trainop.kube.http import HttpClient
 from trainop.kube.resources import PODS, Resource
+from trainop.local.runner import is_finished
 from trainop.sdk import constants
 
 
@@ -58,12 +59,6 @@ async def read_logs(client: HttpClient, selection: Selection) -> dict[str, str]:
         )
         logs[name] = "\n".join([line async for line in lines])
     return logs
-
-
-def is_finished(job: Obj) -> bool:
-    conditions = (job.get("status") or {}).get("conditions") or []
-    ended = (constants.JOB_CONDITION_SUCCEEDED, constants.JOB_CONDITION_FAILED)
-    return any(c.get("type") in ended and c.get("status") == "True" for c in conditions)
 
 
 async def follow_logs(
