@@ -31,7 +31,7 @@ class RunningServer:
 
     server: ApiServer
     loop: asyncio.AbstractEventLoop
-    logs: MemoryLogSource
+    logs: Any  # the log source: a MemoryLogSource that tests write to, or the kubelet's
 
     @property
     def kubeconfig(self) -> Path:
@@ -50,12 +50,15 @@ class RunningServer:
         return self.run(invoke())
 
 
-def start_server(state_dir: Path, **options: Any) -> Iterator[RunningServer]:
-    """Start a server in a thread; stop it and its loop afterwards."""
+def start_server(
+    state_dir: Path, *, log_source: Any = None, **options: Any
+) -> Iterator[RunningServer]:
+    """Start a server in a thread (logs from ``log_source``, else an in-memory source that
+    tests write to); stop it and its loop afterwards."""
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
-    logs = MemoryLogSource()
+    logs = log_source if log_source is not None else MemoryLogSource()
     server = ApiServer(ServerConfig(state_dir=state_dir, log_source=logs, **options))
     running = RunningServer(server=server, loop=loop, logs=logs)
     running.run(server.start())

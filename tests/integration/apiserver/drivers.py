@@ -12,10 +12,8 @@ Both return plain dicts and raise ``ApiFailureError(code, body)`` for an error r
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import threading
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +30,7 @@ from lightkube.types import PatchType
 from trainop import errors as trainop_errors
 from trainop.kube.http import HttpClient
 from trainop.kube.resources import Resource
+from trainop.sdk.bridge import LoopThread
 
 T = TypeVar("T")
 
@@ -318,9 +317,7 @@ class LightkubeDriver:
 
     def __init__(self, kubeconfig: Path) -> None:
         self.kubeconfig = kubeconfig
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._thread.start()
+        self._loop = LoopThread()
         kc = KubeConfig.from_file(kubeconfig)
         self.client = self._run(self._make(kc))
         self._http: httpx.AsyncClient = self.client._client._client
@@ -329,13 +326,11 @@ class LightkubeDriver:
         return AsyncClient(config=kc, field_manager=None)
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=30)
+        return self._loop.call(coro, timeout=30)
 
     def close(self) -> None:
         self._run(self.client.close())
-        self._run(self._loop.shutdown_asyncgens())  # watch/log streams left early
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
+        self._loop.close()
 
     def _res(self, res: Res) -> Any:
         known = resource_registry.get(res.api_version, res.kind)
@@ -494,12 +489,7 @@ class LightkubeDriver:
             follow=query.pop("follow", "false") == "true",
             tail_lines=query.pop("tailLines", None),
         )
-        agen = stream.__aiter__()
-        while True:
-            try:
-                yield self._run(agen.__anext__())
-            except StopAsyncIteration:
-                return
+        yield from self._loop.iterate(stream, timeout=30)
 
     def scale(self, res: Res, name: str, namespace: str) -> dict[str, Any]:
         cls = self._res(res)
@@ -517,22 +507,18 @@ class TrainopDriver:
 
     def __init__(self, kubeconfig: Path) -> None:
         self.kubeconfig = kubeconfig
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._thread.start()
+        self._loop = LoopThread()
         self.client = self._run(self._make())
 
     async def _make(self) -> HttpClient:
         return HttpClient.from_kubeconfig(path=str(self.kubeconfig))
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=30)
+        return self._loop.call(coro, timeout=30)
 
     def close(self) -> None:
         self._run(self.client.close())
-        self._run(self._loop.shutdown_asyncgens())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
+        self._loop.close()
 
     @staticmethod
     def _res(res: Res) -> Resource:
@@ -658,12 +644,8 @@ class TrainopDriver:
             follow=follow,
             tail_lines=params.get("tail_lines"),
         )
-        agen = stream.__aiter__()
-        while True:
-            try:
-                yield self._run(agen.__anext__()) + "\n"  # the client yields lines unterminated
-            except StopAsyncIteration:
-                return
+        for line in self._loop.iterate(stream, timeout=30):
+            yield line + "\n"  # the client yields lines unterminated
 
     def scale(self, res: Res, name: str, namespace: str) -> dict[str, Any]:
         call = self.client.get(self._res(res), name=name, namespace=namespace, subresource="scale")

@@ -12,7 +12,6 @@ import contextlib
 import os
 import signal
 import sys
-import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -20,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.integration.apiserver import conftest as apiserver_fixtures
 from tests.integration.apiserver.conftest import RunningServer
 from trainop.kube.client import Obj
 from trainop.kube.http import HttpClient
 from trainop.kube.resources import NAMESPACES, PODS
-from trainop.local.apiserver import ApiServer, ServerConfig
 from trainop.local.kubelet import Backoff, KubeletConfig, LogFiles, ProcessKubelet
 
 DEADLINE = 30.0
@@ -33,19 +32,7 @@ PYTHON = sys.executable
 
 def start_server(state_dir: Path, logs: LogFiles) -> Iterator[RunningServer]:
     """The embedded API server on its own thread, serving logs from ``logs``."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    server = ApiServer(ServerConfig(state_dir=state_dir, log_source=logs, bookmark_interval=0.2))
-    running = RunningServer(server=server, loop=loop, logs=None)  # type: ignore[arg-type]
-    running.run(server.start())
-    try:
-        yield running
-    finally:
-        running.run(server.stop())
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
-        loop.close()
+    yield from apiserver_fixtures.start_server(state_dir, log_source=logs, bookmark_interval=0.2)
 
 
 def py(code: str, name: str = "main", **extra: Any) -> Obj:
