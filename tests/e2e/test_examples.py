@@ -33,13 +33,18 @@ class Case:
     exit_code: int = 0
     expect: str = ""  # a line the output must contain
     python: str = ""  # the interpreter the replicas use, when not trainop's own
+    restarted: str = ""  # the one replica that must have run twice (all others once)
 
 
 CASES = {
     "pytorch/ddp": Case("pytorch/ddp.yaml", ("torch",), proofs=3),
     "pytorch/torchrun-nproc": Case("pytorch/torchrun-nproc.yaml", ("torch",), proofs=4),
     "pytorch/fail-once-exitcode": Case(
-        "pytorch/fail-once-exitcode.yaml", ("torch",), proofs=3, expect="Restarting"
+        "pytorch/fail-once-exitcode.yaml",
+        ("torch",),
+        proofs=3,
+        expect="Restarting",
+        restarted="worker-1",
     ),
     "pytorch/fail-once-never": Case(
         "pytorch/fail-once-never.yaml",
@@ -103,3 +108,16 @@ def test_example_runs_under_trainop_run(name: str, tmp_path: Path) -> None:
     assert "FAIL" not in "".join(line for line in output.splitlines() if "PROOF" in line), tail
     if case.expect:
         assert case.expect in output, tail
+    if case.restarted:
+        assert_only_restarted(output, case.restarted)
+
+
+def assert_only_restarted(output: str, replica: str) -> None:
+    """Exactly ``replica`` ran twice: its first instance failed before joining, its second
+    joined; every other replica joined once, in its only instance (ddp.py's log lines)."""
+    joined = re.findall(r"^\[([\w/-]+)\]\s+rank \d+/\d+: joining", output, re.MULTILINE)
+    assert sorted(joined) == sorted(set(joined)), f"a replica joined twice: {joined}"
+    first = re.findall(r"^\[([\w/-]+)\]\s+rank \d+: first run", output, re.MULTILINE)
+    second = re.findall(r"^\[([\w/-]+)\]\s+rank \d+: second run", output, re.MULTILINE)
+    assert (first, second) == ([replica], [replica]), (first, second)
+    assert replica in joined
