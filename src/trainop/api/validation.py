@@ -6,7 +6,10 @@ docs/design/002-api-defaulting-and-validation.md). Every problem is reported, no
 first, as ``FieldError``s with Kubernetes-style paths that a CLI or a webhook prints as they are.
 Shared rules are driven by ``kinds.KindInfo``; kind-only rules are the spec's ``kind_errors``.
 Pod templates are plain mappings of unknown shape, so every access here is guarded: bad input
-yields an error, never an exception.
+yields an error, never an exception. Each template's names and paths are checked with
+Kubernetes' own pod rules (``pod_rules``: DNS-1123 container and volume names, no ``..`` in a
+``subPath`` or ``items[].path`` ...), so a job whose pods the API server would refuse, or whose
+paths would leave the local sandbox, is refused here already.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from trainop.api import pod_rules
 from trainop.api.defaults import apply_defaults
 from trainop.api.fields import FieldPath, Mapping
 from trainop.api.kinds import KindInfo, info_of
@@ -169,6 +173,9 @@ def _template_errors(template: Mapping, path: FieldPath, info: KindInfo) -> list
     errors: list[FieldError] = []
     for index, container in enumerate(containers):
         errors += _container_errors(container, containers_path.index(index))
+    reported = {e.path for e in errors}
+    found = pod_rules.pod_spec_errors(pod_spec or {}, path=str(path.child("spec")))
+    errors += [e for e in found if e.path not in reported]
     names = [c.get("name") for c in containers if isinstance(c, dict)]
     if info.requires_default_container and info.default_container not in names:
         detail = f"must have at least one container with name {info.default_container}"
