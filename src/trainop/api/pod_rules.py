@@ -116,6 +116,14 @@ def descending_path_problems(value: str) -> list[str]:
     return problems
 
 
+def local_path_problems(value: str) -> list[str]:
+    """``descending_path_problems``, and not starting with ``..`` (a projected file's path)."""
+    problems = descending_path_problems(value)
+    if value.startswith("..") and not value.startswith("../"):
+        problems.append("must not start with '..'")
+    return problems
+
+
 # --- volumes -------------------------------------------------------------------------------
 
 
@@ -174,9 +182,7 @@ def _key_to_path_errors(item: object, where: str) -> list[FieldError]:
             errors.append(FieldError(f"{where}.{key}", "Required", "Required value"))
     target = item.get("path")
     if isinstance(target, str) and target:
-        problems = descending_path_problems(target)
-        if target.startswith("..") and not target.startswith("../"):
-            problems.append("must not start with '..'")
+        problems = local_path_problems(target)
         errors += [_invalid(f"{where}.path", target, m) for m in problems]
     return errors + _mode_errors(item.get("mode"), f"{where}.mode")
 

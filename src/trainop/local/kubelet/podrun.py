@@ -2,8 +2,10 @@
 
 ``PodRun.run`` (one task per pod) does, in order:
 
-1. refuse a pod it can never run: a container without ``command`` (images are not pulled)
-   fails the pod at once, ``ContainerCannotRun``; so does more GPUs than the machine has;
+1. refuse a pod it can never run: names or paths that break Kubernetes' rules (the sandbox
+   boundary, ``sandbox.invalid``) fail it at once with ``CreateContainerConfigError``; a
+   container without ``command`` (images are not pulled) with ``ContainerCannotRun``; more
+   GPUs than the machine has with ``UnexpectedAdmissionError``;
 2. configure: fetch the ConfigMaps and Secrets the pod reads, build the sandbox and volumes,
    resolve every container's env, argv and working directory. A ``ConfigError`` shows the
    container(s) ``waiting: CreateContainerConfigError`` with kubelet's message and is retried
@@ -407,6 +409,9 @@ def _containers(pod: Raw) -> list[Raw]:
 
 
 def _refuse_unrunnable(pod: Raw, pool: gpus.GpuPool) -> None:
+    if problems := sandbox.invalid(pod):  # names and paths the sandbox cannot hold
+        names = tuple(str(c.get("name")) for c in _containers(pod))
+        raise CannotRun("CreateContainerConfigError", problems, names)
     for container in _containers(pod):
         if not container.get("command"):
             raise CannotRun(

@@ -11,32 +11,54 @@ Processes run on the host, so a container cannot see ``/etc/mpi``. Each pod gets
         logs/<container>/<n>.log     output of the container's n-th run (``logfiles``)
 
 The mapping rule is one line: **an absolute path ``P`` of the manifest is
-``$TRAINOP_ROOT/P``** where ``TRAINOP_ROOT`` is ``fs/<container>``. Nothing in the manifest is
-rewritten (DESIGN §4); each container's environment carries ``TRAINOP_ROOT``,
-``TRAINOP_SANDBOX`` (the pod directory) and ``TRAINOP_VOLUME_<NAME>`` (each volume's real
-directory; the name upper-cased, ``-``/``.`` as ``_``). A ``workingDir`` inside a mount, or one
-that does not exist on the host, is mapped the same way (and created); an existing host path is
-used as is. Volumes: ``emptyDir`` (any medium), ``configMap`` and ``secret`` (``items``,
-``defaultMode``/``mode``, ``optional``), ``hostPath`` (``DirectoryOrCreate`` creates it; the
-other types must exist). ``readOnly`` is not enforced. Any other volume type is a
-``ConfigError`` naming it. Neighbours: ``podrun`` (calls ``prepare``), ``environment``.
+``$TRAINOP_ROOT/P``** where ``TRAINOP_ROOT`` is ``fs/<container>``; ``P`` is first normalised
+as inside a container, where ``/..`` is ``/``. Nothing in the manifest is rewritten (DESIGN §4);
+each container's environment carries ``TRAINOP_ROOT``, ``TRAINOP_SANDBOX`` (the pod directory)
+and ``TRAINOP_VOLUME_<NAME>`` (each volume's real directory; the name upper-cased, ``-``/``.``
+as ``_``). A ``workingDir`` inside a mount, or one that does not exist on the host, is mapped
+the same way (and created); an existing host directory is used as is. Volumes: ``emptyDir``
+(any medium), ``configMap`` and ``secret`` (``items``, ``defaultMode``/``mode``,
+``optional``), ``hostPath`` (``DirectoryOrCreate`` creates it; the other types must exist).
+``readOnly`` is not enforced. Any other volume type is a ``ConfigError`` naming it.
+
+The sandbox is a boundary (docs/design/080-local-trust-model.md). Every name and path of the
+manifest must pass Kubernetes' own rules (``api.pod_rules``; ``invalid`` says why not, and the
+pod fails with ``CreateContainerConfigError``), and every path built from one is checked
+again where it is used: a name is one path component; a ``subPath`` resolves (symlinks
+followed) inside its volume; a projected ConfigMap/Secret file is written only below its
+volume directory, through no symlink (``O_NOFOLLOW``, component by component); a mount link or
+a created ``workingDir`` resolves inside the sandbox (so not through a ``hostPath`` mount);
+a ``mountPath`` never replaces anything it did not create itself. A breach raises
+``SandboxError`` (a ``ConfigError``) and touches nothing. ``hostPath`` is the one deliberate
+door out: its directory is linked (and created for ``DirectoryOrCreate``) where the manifest
+says. Directories are 0700; projected files get their ``defaultMode``/``mode`` inside them.
+Neighbours: ``podrun`` (calls ``invalid`` and ``prepare``), ``environment``, ``local.privacy``.
 """
 
 from __future__ import annotations
 
 import base64
 import os
+import posixpath
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainop.api import pod_rules
+from trainop.local import privacy
 from trainop.local.kubelet.environment import ConfigError
 
 Raw = dict[str, Any]
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 _SUPPORTED = ("emptyDir", "configMap", "secret", "hostPath")
+_DEFAULT_MODE = 0o644  # kube's default for configMap and secret volume files
+
+
+class SandboxError(ConfigError):
+    """A name or path of the manifest would leave the sandbox (or replace a file there)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +69,9 @@ class Sandbox:
 
     @staticmethod
     def of(root: Path, namespace: str, name: str, uid: str) -> Sandbox:
-        return Sandbox(root / namespace / name / uid)
+        return Sandbox(
+            root / _part(namespace, "namespace") / _part(name, "pod") / _part(uid, "uid")
+        )
 
     @property
     def home(self) -> Path:
@@ -58,29 +82,51 @@ class Sandbox:
         return self.path / "tmp"
 
     def volume(self, name: str) -> Path:
-        return self.path / "volumes" / name
+        return self.path / "volumes" / _part(name, "volume")
 
     def fs(self, container: str) -> Path:
-        return self.path / "fs" / container
+        return self.path / "fs" / _part(container, "container")
 
     def logs(self, container: str) -> Path:
-        return self.path / "logs" / container
+        return self.path / "logs" / _part(container, "container")
 
     def mapped(self, container: str, path: str) -> Path:
-        """Where the manifest's absolute ``path`` lies for ``container``."""
-        return self.fs(container) / path.lstrip("/")
+        """Where the manifest's absolute ``path`` lies for ``container`` (``/..`` is ``/``)."""
+        return self.fs(container) / container_path(path).lstrip("/")
 
     def remove(self) -> None:
         """Delete the sandbox (symlinked host paths are unlinked, never followed)."""
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+def container_path(path: str) -> str:
+    """``path`` normalised as a container sees it: absolute, no ``.``/``..``, ``/..`` is ``/``."""
+    normal = posixpath.normpath("/" + path)
+    return "/" + normal.lstrip("/")
+
+
+def _part(name: str, what: str) -> str:
+    """``name`` as exactly one path component, else ``SandboxError``."""
+    if not name or name in (".", "..") or "/" in name or "\0" in name:
+        raise SandboxError(f"{what} name {name!r} is not a single path component")
+    return name
+
+
+def invalid(pod: Raw) -> str:
+    """Why the pod's names and paths break Kubernetes' rules ("" when they do not)."""
+    found = pod_rules.pod_spec_errors(pod.get("spec") or {}, path="spec")
+    return "; ".join(str(error) for error in found)
+
+
 def prepare(
     sandbox: Sandbox, pod: Raw, config_maps: dict[str, Raw | None], secrets: dict[str, Raw | None]
 ) -> dict[str, Path]:
     """Create the directories and every volume; return each volume's real directory."""
+    problems = invalid(pod)
+    if problems:
+        raise SandboxError(problems)
     for directory in (sandbox.home, sandbox.tmp):
-        directory.mkdir(parents=True, exist_ok=True)
+        privacy.private_dirs(directory)
     found: dict[str, Path] = {}
     for volume in (pod.get("spec") or {}).get("volumes") or []:
         found[str(volume["name"])] = _volume(sandbox, volume, config_maps, secrets)
@@ -100,8 +146,7 @@ def _volume(
         raise ConfigError(f"volume {name}: {kind} volumes are not supported in local mode")
     if "hostPath" in volume:
         return _host_path(name, volume["hostPath"])
-    target = sandbox.volume(name)
-    target.mkdir(parents=True, exist_ok=True)
+    target = privacy.private_dirs(sandbox.volume(name))
     if "configMap" in volume:
         source = volume["configMap"]
         obj = config_maps.get(str(source.get("name")))
@@ -136,44 +181,100 @@ def _secret_files(obj: Raw) -> dict[str, bytes]:
     return files
 
 
-def _project(target: Path, source: Raw, obj: Raw | None, what: str, files_of: Any) -> None:
+def _project(
+    target: Path,
+    source: Raw,
+    obj: Raw | None,
+    what: str,
+    files_of: Callable[[Raw], dict[str, bytes]],
+) -> None:
     if obj is None:
         if source.get("optional"):
             return
         raise ConfigError(f"{what} not found")
-    files: dict[str, bytes] = files_of(obj)
-    mode = int(source.get("defaultMode") or 0o644)
-    items = source.get("items")
-    wanted = [(str(i["key"]), str(i["path"]), i.get("mode")) for i in items or []] or [
-        (key, key, None) for key in files
-    ]
-    for key, relative, item_mode in wanted:
+    files = files_of(obj)
+    default = source.get("defaultMode")
+    mode = int(default) if default is not None else _DEFAULT_MODE
+    wanted = [(str(i["key"]), str(i["path"]), i.get("mode")) for i in source.get("items") or []]
+    for key, relative, item_mode in wanted or [(key, key, None) for key in files]:
         if key not in files:
             if source.get("optional"):
                 continue
             raise ConfigError(f"couldn't find key {key} in {what}")
-        path = target / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(files[key])
-        path.chmod(int(item_mode) if item_mode is not None else mode)
+        problems = pod_rules.local_path_problems(relative)  # as kubelet's atomic writer
+        if problems:
+            raise SandboxError(f"{what}: cannot project {relative!r}: {'; '.join(problems)}")
+        chosen = int(item_mode) if item_mode is not None else mode
+        _write_below(target, relative, files[key], chosen, what)
+
+
+def _write_below(base: Path, relative: str, data: bytes, mode: int, what: str) -> None:
+    """Write ``base/relative`` (atomically), creating directories, following no symlink."""
+    parts = [part for part in relative.split("/") if part not in ("", ".")]
+    if not parts:
+        raise SandboxError(f"{what}: cannot project {relative!r}: not a file name")
+    *parents, name = parts
+    directory = base
+    for part in parents:
+        directory = directory / part
+        if not os.path.lexists(directory):
+            os.mkdir(directory, privacy.DIR_MODE)
+        elif directory.is_symlink() or not directory.is_dir():
+            raise SandboxError(f"{what}: cannot project {relative!r}: {part} is not a directory")
+    staged = directory / f"..{name}.tmp"  # no valid key starts with '..'
+    try:
+        staged.unlink(missing_ok=True)
+        fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            os.fchmod(out.fileno(), mode)
+        os.replace(staged, directory / name)  # replaces a planted symlink, never follows it
+    except OSError as exc:
+        raise SandboxError(f"{what}: cannot project {relative!r}: {exc.strerror}") from exc
 
 
 def mount(sandbox: Sandbox, container: Raw, volumes: dict[str, Path]) -> None:
-    """Link each of the container's ``volumeMounts`` at its mapped path."""
+    """Link each of the container's ``volumeMounts`` at its mapped path (outer paths first)."""
     name = str(container["name"])
-    sandbox.fs(name).mkdir(parents=True, exist_ok=True)
-    for entry in container.get("volumeMounts") or []:
+    privacy.private_dirs(sandbox.fs(name))
+    entries = sorted(
+        container.get("volumeMounts") or [],
+        key=lambda m: container_path(str(m.get("mountPath") or "")).count("/"),
+    )
+    for entry in entries:
         volume = volumes.get(str(entry.get("name")))
         if volume is None:
             raise ConfigError(f"volumeMount {entry.get('name')}: no volume of that name")
-        source = volume / str(entry["subPath"]) if entry.get("subPath") else volume
-        if entry.get("subPath") and not source.exists():
-            source.mkdir(parents=True, exist_ok=True)
-        link = sandbox.mapped(name, str(entry["mountPath"]))
-        link.parent.mkdir(parents=True, exist_ok=True)
-        if link.is_symlink() or link.exists():
-            link.unlink()
-        link.symlink_to(source)
+        source = _sub_path(volume, entry) if entry.get("subPath") else volume
+        _link(sandbox, sandbox.mapped(name, str(entry["mountPath"])), source, entry)
+
+
+def _sub_path(volume: Path, entry: Raw) -> Path:
+    """The volume's ``subPath`` directory, created if missing; it must resolve inside the volume."""
+    sub = str(entry["subPath"])
+    problems = pod_rules.descending_path_problems(sub)
+    real_volume = Path(os.path.realpath(volume))
+    source = Path(os.path.realpath(volume / sub))
+    if problems or not is_within(source, real_volume):
+        reason = "; ".join(problems) or "it resolves outside the volume"
+        raise SandboxError(f"volumeMount {entry.get('name')}: subPath {sub}: {reason}")
+    if not source.exists():
+        privacy.private_dirs(source)
+    return source
+
+
+def _link(sandbox: Sandbox, link: Path, source: Path, entry: Raw) -> None:
+    where = f"mountPath {entry.get('mountPath')}"
+    parent = Path(os.path.realpath(link.parent))
+    if not is_within(parent, Path(os.path.realpath(sandbox.path))):
+        raise SandboxError(f"{where}: {parent} is outside the pod sandbox (inside a hostPath?)")
+    privacy.private_dirs(parent)
+    final = parent / link.name
+    if final.is_symlink() and os.readlink(final) == str(source):
+        return  # linked by an earlier attempt at this pod
+    if os.path.lexists(final):
+        raise SandboxError(f"{where}: {final} already exists; a mount never replaces a file")
+    final.symlink_to(source)
 
 
 def working_dir(sandbox: Sandbox, container: Raw, default: Path) -> Path:
@@ -181,13 +282,18 @@ def working_dir(sandbox: Sandbox, container: Raw, default: Path) -> Path:
     wanted = container.get("workingDir")
     if not wanted:
         return default
-    name = str(container["name"])
-    mounts = [str(m["mountPath"]).rstrip("/") for m in container.get("volumeMounts") or []]
-    inside_mount = any(wanted == m or wanted.startswith(m + "/") for m in mounts)
-    if not inside_mount and Path(wanted).is_dir():
-        return Path(wanted)
-    mapped = sandbox.mapped(name, str(wanted))
-    mapped.mkdir(parents=True, exist_ok=True)
+    normal = container_path(str(wanted))
+    mounts = [container_path(str(m["mountPath"])) for m in container.get("volumeMounts") or []]
+    inside_mount = any(normal == m or normal.startswith(m.rstrip("/") + "/") for m in mounts)
+    if not inside_mount and Path(normal).is_dir():
+        return Path(normal)
+    mapped = sandbox.mapped(str(container["name"]), normal)
+    real = Path(os.path.realpath(mapped))
+    if real.is_dir():
+        return mapped
+    if not is_within(real, Path(os.path.realpath(sandbox.path))):
+        raise SandboxError(f"workingDir {wanted}: {real} would be created outside the sandbox")
+    privacy.private_dirs(real)
     return mapped
 
 
