@@ -27,7 +27,7 @@ from trainop.frameworks.base import FrameworkOptions
 from trainop.kube.client import Client
 from trainop.kube.http import HttpClient
 from trainop.kube.resources import CRDS
-from trainop.local import schemas
+from trainop.local import privacy, schemas
 from trainop.local.apiserver import ApiServer, ServerConfig
 from trainop.local.apiserver.logs import LogSource, MemoryLogSource
 from trainop.local.kubelet import KubeletConfig, LogFiles, ProcessKubelet, execclient
@@ -67,7 +67,7 @@ class LocalCluster:
         self._config = config
         self._kubelet_factory = kubelet
         self._clock = clock or LoopClock()
-        config.state_dir.mkdir(parents=True, exist_ok=True)
+        privacy.private_state_dir(config.state_dir)  # umask 077, the directory 0700
         self.server = ApiServer(
             ServerConfig(
                 state_dir=config.state_dir,

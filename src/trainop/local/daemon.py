@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainop.errors import TrainopError
+from trainop.local import privacy
 
 PID_FILE, READY_FILE, LOG_FILE = "trainop.pid", "ready", "trainop.log"
 
@@ -56,7 +57,7 @@ def up(state_dir: Path, *, port: int = 0, timeout: float = 60.0) -> Status:
     current = status(state_dir)
     if current.running:
         return current
-    state_dir.mkdir(parents=True, exist_ok=True)
+    privacy.private_state_dir(state_dir)  # umask 077: daemon.log and the pid file too
     (state_dir / READY_FILE).unlink(missing_ok=True)
     command = [
         sys.executable,

@@ -20,6 +20,8 @@ Invariants:
   reader ever observes a write that a crash could still take back.
 - Stored objects are shared and must be treated as immutable; callers that want to modify
   one work on ``json.loads(stored.raw)``.
+- The database holds every Secret: its files are 0600 in a 0700 directory whatever the umask
+  (``local.privacy``).
 
 Neighbours: ``local.apiserver.server`` owns one ``Store``; ``local.apiserver.watch`` consumes
 ``Subscription`` queues; ``local.apiserver.gc`` listens to committed events.
@@ -30,8 +32,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import queue
 import sqlite3
+import stat
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -40,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from trainop.errors import TrainopError
+from trainop.local import privacy
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
@@ -343,7 +348,7 @@ class Store:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _private_files(path)
     try:
         db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
@@ -355,3 +360,14 @@ def _connect(path: Path) -> sqlite3.Connection:
     # isolation_level=None is autocommit; `with db` below needs explicit transactions.
     db.isolation_level = "DEFERRED"
     return db
+
+
+def _private_files(path: Path) -> None:
+    """The database and its WAL/shared-memory files are 0600 (SQLite gives the WAL files the
+    database's own mode), whatever the umask; an older store is narrowed on open."""
+    privacy.private_dirs(path.parent)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, privacy.FILE_MODE))
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        candidate = path.with_name(path.name + suffix)
+        if candidate.exists() and stat.S_IMODE(candidate.stat().st_mode) != privacy.FILE_MODE:
+            candidate.chmod(privacy.FILE_MODE)

@@ -21,12 +21,14 @@ sandbox on disk is used. Neighbours: ``podrun`` (pumps), ``local.apiserver.logs`
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
+from trainop.local import privacy
 from trainop.local.apiserver.logs import LogLine, LogRef
 from trainop.local.kubelet.sandbox import Sandbox
 
@@ -57,10 +59,10 @@ class LogFiles:
 
     def open(self, path: Path) -> BinaryIO:
         """Start a log file (a new run of a container); followers wait for more while open."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+        privacy.private_dirs(path.parent)
         with self._lock:
             self._open.add(path)
-        return path.open("ab")
+        return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
 
     def append(self, path: Path, sink: BinaryIO, stream: str, data: bytes, *, full: bool) -> None:
         """Write one record and wake the followers."""

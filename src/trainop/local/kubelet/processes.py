@@ -27,6 +27,8 @@ import signal
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from trainop.local import privacy
+
 PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _PRCTL = _LIBC.prctl
@@ -65,6 +67,7 @@ async def start(
         process_group=process_group,
         preexec_fn=_die_with(os.getpid()),
         close_fds=True,
+        umask=privacy.inherited_umask(),  # the user's own, not the state directory's 0o077
     )
 
 
