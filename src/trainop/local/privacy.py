@@ -40,12 +40,12 @@ def restrict_umask() -> None:
 
 
 def inherited_umask() -> int:
-    """The umask this process had before ``restrict_umask`` (the current one if never called)."""
-    if _inherited is not None:
-        return _inherited
-    current = os.umask(PRIVATE_UMASK)
-    os.umask(current)
-    return current
+    """The umask this process had before ``restrict_umask`` (read once, then remembered)."""
+    global _inherited
+    if _inherited is None:
+        _inherited = os.umask(PRIVATE_UMASK)
+        os.umask(_inherited)
+    return _inherited
 
 
 def private_dirs(path: Path) -> Path:

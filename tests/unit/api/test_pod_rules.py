@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from tests.unit.api.builders import manifest
 from trainop.api import manifest as wire
 from trainop.api import pod_rules, validation
+from trainop.cli.main import main
 
 Mutation = Callable[[dict[str, Any]], None]
 
@@ -254,3 +257,22 @@ def test_a_missing_container_name_is_reported_once() -> None:
     )
     paths = [e.path for e in validation.validate(wire.parse_job(job)).errors]
     assert paths == ["spec.pytorchReplicaSpecs[Worker].template.spec.containers[1].name"]
+
+
+def test_trainop_validate_refuses_a_template_that_would_leave_the_sandbox(tmp_path: Path) -> None:
+    bad = tmp_path / "escape.yaml"
+    bad.write_text(
+        "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: x}\n"
+        "spec:\n  pytorchReplicaSpecs:\n    Master:\n      replicas: 1\n"
+        "      template:\n        spec:\n"
+        "          volumes: [{name: v, emptyDir: {}}]\n"
+        "          containers:\n"
+        "          - name: pytorch\n            image: i\n"
+        "            volumeMounts: [{name: v, mountPath: /v, subPath: ../../etc}]\n"
+    )
+    result = CliRunner().invoke(main, ["validate", "-f", str(bad)])
+    assert result.exit_code == 1
+    where = "spec.pytorchReplicaSpecs[Master].template.spec.containers[0].volumeMounts[0].subPath"
+    assert f"{bad}: {where}: Invalid: Invalid value: \"../../etc\": must not contain '..'" in (
+        result.output
+    )

@@ -64,6 +64,13 @@ def paddle_renamed_container(m: Manifest) -> None:
     first_container(m, "Worker")["name"] = "main"
 
 
+def pytorch_escaping_sub_path(m: Manifest) -> None:
+    specs(m)["Worker"]["template"]["spec"]["volumes"] = [{"name": "v", "emptyDir": {}}]
+    first_container(m, "Worker")["volumeMounts"] = [
+        {"name": "v", "mountPath": "/v", "subPath": ".."}
+    ]
+
+
 def mpi_two_launchers(m: Manifest) -> None:
     specs(m)["Launcher"]["replicas"] = 2
 
@@ -143,6 +150,12 @@ INVALID = [
     ),
     ("JAXJob", jax_foreign_manager, "spec.runPolicy.managedBy: NotSupported: unsupported value"),
     ("MPIJob", mpi_two_launchers, "spec.mpiReplicaSpecs[Launcher].replicas: Forbidden: must be 1"),
+    (
+        "PyTorchJob",
+        pytorch_escaping_sub_path,
+        "spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].volumeMounts[0].subPath: "
+        "Invalid: Invalid value: \"..\": must not contain '..'",
+    ),
     ("MXJob", mx_no_job_mode, "spec.jobMode: Required: must be specified"),
 ]
 
