@@ -23,12 +23,13 @@ DUMP_ENV = (
 
 async def setup_sources(env: Local) -> None:
     await env.create(
-        {"metadata": {"name": "cm"}, "data": {"color": "blue", "size": "L", "bad-key!": "x"}},
+        {"metadata": {"name": "cm"}, "data": {"color": "blue", "size": "L"}},
         CONFIGMAPS,
     )
     secret = {
         "token": base64.b64encode(b"s3cret").decode(),
         "user": base64.b64encode(b"u").decode(),
+        "1st": base64.b64encode(b"x").decode(),  # a valid key, not a valid variable name
     }
     await env.create({"metadata": {"name": "sec"}, "type": "Opaque", "data": secret}, SECRETS)
 
@@ -124,7 +125,7 @@ def test_every_env_source_resolves(site: Site) -> None:
             "CWD": str(sandbox / "fs" / "main" / "app" / "src"),
         }
         assert {k: seen.get(k) for k in expected} == expected
-        for absent in ("OPT_KEY", "OPT_SECRET", "CM_bad-key!", "CUDA_VISIBLE_DEVICES"):
+        for absent in ("OPT_KEY", "OPT_SECRET", "1st", "CUDA_VISIBLE_DEVICES"):
             assert absent not in seen
         assert seen["TRAINOP_EXEC_ADDRESS"].startswith("@trainop-kubelet-")
         path = seen["PATH"].split(os.pathsep)
