@@ -37,7 +37,14 @@ class DiscoveryPath:
     version: str = ""
 
 
-Route = ResourcePath | DiscoveryPath | str | None
+@dataclass(frozen=True, slots=True)
+class OpenApiPath:
+    """An OpenAPI document: ``tail`` is ``v2``, ``v3`` or ``v3/<group-version path>``."""
+
+    tail: str
+
+
+Route = ResourcePath | DiscoveryPath | OpenApiPath | str | None
 
 
 def parse(path: str) -> Route:
@@ -50,7 +57,9 @@ def parse(path: str) -> Route:
     if parts[0] == "apis":
         return _named(parts[1:])
     plain = "/".join(parts)
-    if plain in ("version", "healthz", "readyz", "livez", "openapi/v2", "openapi/v3"):
+    if parts[0] == "openapi" and len(parts) > 1 and parts[1] in ("v2", "v3"):
+        return OpenApiPath(tail="/".join(parts[1:]))
+    if plain in ("version", "healthz", "readyz", "livez"):
         return plain
     return None
 

@@ -37,6 +37,7 @@ from . import (
     discovery,
     gc,
     logs,
+    openapi,
     reads,
     resources,
     routing,
@@ -84,6 +85,7 @@ class ApiServer:
             bookmark_interval=config.bookmark_interval,
         )
         self._pager = reads.Pager()
+        self._openapi = openapi.OpenApi(self.state)
         self._gc = gc.GarbageCollector(self.state)
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -169,6 +171,8 @@ class ApiServer:
             return await self._resource(request, route)
         if request.method not in ("GET", "HEAD"):
             raise status.method_not_allowed(request.method)
+        if isinstance(route, routing.OpenApiPath):
+            return self._openapi.serve(request, route.tail)
         return _json(self._document(route))
 
     def _document(self, route: routing.Route) -> Any:
@@ -183,8 +187,6 @@ class ApiServer:
             return discovery.resource_list(registry, route.group, route.version)
         documents: dict[str, Callable[[], Any]] = {
             "version": discovery.version,
-            "openapi/v2": discovery.openapi_v2,
-            "openapi/v3": discovery.openapi_v3,
         }
         if route in ("healthz", "readyz", "livez"):
             return "ok"
