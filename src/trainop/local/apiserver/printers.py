@@ -101,9 +101,9 @@ def _pod_reason(obj: dict[str, Any]) -> tuple[str, int, bool]:
         waiting, terminated = state.get("waiting"), state.get("terminated")
         if waiting and waiting.get("reason"):
             reason = waiting["reason"]
-        elif terminated:
+        elif terminated is not None:
             reason = terminated.get("reason") or _exit_text(terminated)
-        elif state.get("running") and cs.get("ready"):
+        elif state.get("running") is not None and cs.get("ready"):
             running, ready = True, ready + 1
     if reason == "Completed" and running:
         reason = "Running" if _condition(status, "Ready") else "NotReady"
@@ -122,9 +122,9 @@ def _init_reason(status: dict[str, Any], count: int) -> str:
     for i, cs in enumerate(status.get("initContainerStatuses") or []):
         state = cs.get("state") or {}
         terminated, waiting = state.get("terminated"), state.get("waiting")
-        if terminated and terminated.get("exitCode") == 0:
+        if terminated is not None and terminated.get("exitCode") == 0:
             continue
-        if terminated:
+        if terminated is not None:
             return "Init:" + (terminated.get("reason") or _exit_text(terminated))
         if waiting and waiting.get("reason") and waiting["reason"] != "PodInitializing":
             return f"Init:{waiting['reason']}"

@@ -8,7 +8,8 @@ anything unknown, as before). Columns: kube's printers for built-in kinds (``pri
 CRD version's ``additionalPrinterColumns`` for custom resources (evaluated with the small
 JSONPath subset CRDs use: fields, ``[n]``, ``[a:b]``, ``[*]``, ``['key']`` and
 ``[?(@.f=="v")]``), or NAME and AGE. ``includeObject`` (``None``, ``Metadata`` by default,
-``Object``) says what each row carries. Watches still stream plain objects.
+``Object``) says what each row carries. A watch that asks for a Table gets one single-row
+Table per event (``watch_converter``), as ``kubectl get -w`` expects.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ META_GROUP = "meta.k8s.io"
 _VERSIONS = ("v1", "v1beta1")
 _CRDS = "apiextensions.k8s.io/customresourcedefinitions"
 Step = Callable[[Any], list[Any]]
+Clock = Callable[[], datetime]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +98,35 @@ def table(
         rows.append(row)
     head = {"kind": "Table", "apiVersion": wanted.api_version, "metadata": meta}
     return store.encode({**head, "columnDefinitions": columns, "rows": rows})
+
+
+def watch_converter(
+    wanted: Wanted, *, db: store.Store, rt: resources.ResourceType, include: str, clock: Clock
+) -> Callable[[bytes], bytes]:
+    """Rewrites a chunk of watch event lines so each object is a one-row Table (or metadata).
+
+    Bookmarks and errors pass unchanged. Only watches that ask for these formats pay for the
+    decoding; plain watches keep streaming the stored bytes.
+    """
+
+    def convert(chunk: bytes) -> bytes:
+        out = []
+        for line in chunk.splitlines():
+            event = json.loads(line)
+            obj = event.get("object") or {}
+            if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                meta = {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion", "")}
+                if wanted.as_ == "Table":
+                    body = table(
+                        wanted, db=db, rt=rt, objs=[obj], meta=meta, include=include, now=clock()
+                    )
+                    event["object"] = json.loads(body)
+                else:
+                    event["object"] = metadata_only(wanted, obj)
+            out.append(store.encode(event) + b"\n")
+        return b"".join(out)
+
+    return convert
 
 
 def _completed(obj: dict[str, Any]) -> dict[str, str]:
