@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import shutil
@@ -10,11 +11,16 @@ import ssl
 import stat
 import subprocess
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import yaml
 
+from trainop import errors
+from trainop.controller import certs
+from trainop.kube.http import HttpClient
+from trainop.kube.resources import PODS as PODS_RESOURCE
 from trainop.local.apiserver import tls
 
 from . import rawhttps
@@ -108,3 +114,21 @@ def test_insecure_http_only_when_asked(plain: RunningServer) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", plain.server.port, timeout=10)
     conn.request("GET", PODS)
     assert conn.getresponse().status == 401
+
+
+def test_controller_client_verifies_with_the_kubeconfig_ca(
+    api: RunningServer, tmp_path: Path
+) -> None:
+    good = HttpClient.from_kubeconfig(path=str(api.kubeconfig))
+    assert api.run(good.list(PODS_RESOURCE, namespace="default")).resource_version
+    api.run(good.close())
+    other_ca = certs.generate(service="other", namespace="default", now=datetime.now(UTC))
+    config = yaml.safe_load(api.kubeconfig.read_text())
+    cluster = config["clusters"][0]["cluster"]
+    cluster["certificate-authority-data"] = base64.b64encode(other_ca.ca_cert).decode()
+    wrong = tmp_path / "wrong-ca"
+    wrong.write_text(yaml.safe_dump(config))
+    client = HttpClient.from_kubeconfig(path=str(wrong))
+    with pytest.raises(errors.UnreachableError, match="CERTIFICATE_VERIFY_FAILED"):
+        api.run(client.list(PODS_RESOURCE, namespace="default"))
+    api.run(client.close())

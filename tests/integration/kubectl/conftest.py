@@ -2,9 +2,8 @@
 
 kubectl comes from the system (``make kubectl-env`` installs it; ``make test`` sets
 ``TRAINOP_REQUIRE_KUBECTL=1`` so a missing or unsupported binary fails there instead of
-skipping). Each run
-gets only ``KUBECONFIG`` (as the README says to export) and a private discovery cache
-directory, never a flag that the acceptance commands would not have.
+skipping). Each run gets only ``KUBECONFIG`` (as the README says to export) and a private
+discovery cache directory, never a flag that the acceptance commands would not have.
 """
 
 from __future__ import annotations
