@@ -2,7 +2,7 @@
 
 Every test drives the real binary (``conftest.Kubectl``): TLS with the kubeconfig's CA and
 token, server-side printing (the STATE column, ``-o wide``), OpenAPI (``explain``, strict
-validation), client-side apply, ``wait`` and ``delete``.
+validation), client-side apply, ``wait``, ``logs`` and ``delete``.
 """
 
 from __future__ import annotations
@@ -83,6 +83,8 @@ def test_quick_job_apply_wait_get_delete(kubectl: Kubectl, ns: str, tmp_path: Pa
         "READINESS", "GATES",
     ]  # fmt: skip
     assert _rows(pods)["quick-master-0"][1:3] == ["0/1", "Completed"]
+    assert kubectl.out("logs", "-n", ns, "quick-master-0") == "1\n"
+    assert kubectl.out("logs", "-f", "-n", ns, "quick-master-0") == "1\n"
     again = kubectl.out("apply", "-n", ns, "-f", job)
     assert "pytorchjob.kubeflow.org/quick unchanged" in again
     assert 'pytorchjob.kubeflow.org "quick" deleted' in kubectl.out(
