@@ -232,31 +232,36 @@ def _paths(rt: resources.ResourceType, ref: str, *, v3: bool) -> dict[str, Any]:
             "get": _operation(rt, "list", ref, _LIST_PARAMS, v3=v3),
             "post": _operation(rt, "post", ref, _WRITE_PARAMS, v3=v3),
         },
-        item: {
-            "get": _operation(rt, "get", ref, (), v3=v3),
-            "put": _operation(rt, "put", ref, _WRITE_PARAMS, v3=v3),
-            "patch": _operation(rt, "patch", ref, (*_WRITE_PARAMS, "force"), v3=v3),
-            "delete": _operation(rt, "delete", ref, ("dryRun",), v3=v3),
-        },
+        item: _item_operations(rt, ref, v3=v3, suffix=""),
     }
+    out[item]["delete"] = _operation(rt, "delete", ref, ("dryRun",), v3=v3)
     if rt.has_status:
-        out[item + "/status"] = {
-            "get": _operation(rt, "get", ref, (), v3=v3),
-            "put": _operation(rt, "put", ref, _WRITE_PARAMS, v3=v3),
-            "patch": _operation(rt, "patch", ref, (*_WRITE_PARAMS, "force"), v3=v3),
-        }
-    for path in (collection, item, *([item + "/status"] if rt.has_status else [])):
+        out[item + "/status"] = _item_operations(rt, ref, v3=v3, suffix="Status")
+    for path in out:
         names = ["namespace"] if rt.namespaced else []
         names += ["name"] if path != collection else []
         out[path]["parameters"] = [_param(n, "path", v3=v3) for n in names]
     return out
 
 
+def _item_operations(
+    rt: resources.ResourceType, ref: str, *, v3: bool, suffix: str
+) -> dict[str, Any]:
+    ops = {
+        "get": _operation(rt, "get", ref, (), v3=v3),
+        "put": _operation(rt, "put", ref, _WRITE_PARAMS, v3=v3),
+        "patch": _operation(rt, "patch", ref, (*_WRITE_PARAMS, "force"), v3=v3),
+    }
+    for op in ops.values():
+        op["operationId"] += suffix
+    return ops
+
+
 def _operation(
     rt: resources.ResourceType, action: str, ref: str, query: tuple[str, ...], *, v3: bool
 ) -> dict[str, Any]:
     op: dict[str, Any] = {
-        "operationId": f"{action}{rt.kind}",
+        "operationId": f"{action}{rt.group.split('.')[0].title()}{rt.version.title()}{rt.kind}",
         "x-kubernetes-action": action,
         "x-kubernetes-group-version-kind": _gvk(rt),
         "parameters": [
