@@ -52,7 +52,8 @@ def test_kubeconfig_carries_ca_and_token(api: RunningServer) -> None:
 def test_listens_on_loopback_only(api: RunningServer) -> None:
     runner = api.server._runner
     assert runner is not None
-    bound = {s.getsockname()[0] for site in runner.sites for s in site._server.sockets}  # type: ignore[attr-defined]
+    servers = [getattr(site, "_server", None) for site in runner.sites]
+    bound = {s.getsockname()[0] for server in servers for s in getattr(server, "sockets", [])}
     assert bound == {"127.0.0.1"}
 
 

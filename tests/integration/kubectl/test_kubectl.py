@@ -7,6 +7,10 @@ validation), client-side apply, ``wait``, ``logs`` and ``delete``.
 
 from __future__ import annotations
 
+import contextlib
+import queue
+import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -131,6 +135,39 @@ def test_client_side_apply_of_a_builtin_kind(kubectl: Kubectl, ns: str, tmp_path
     listed = kubectl.out("get", "configmaps", "-n", ns)
     assert _columns(listed) == ["NAME", "DATA", "AGE"]
     assert _rows(listed)["settings"][1] == "2"
+
+
+def test_get_watch_prints_rows(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    watcher = subprocess.Popen(
+        [kubectl.binary, "get", "pods", "-n", ns, "-w", "--request-timeout=60s"],
+        env=kubectl.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    output = watcher.stdout
+    assert output is not None
+
+    def read() -> None:
+        for line in output:
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, QUICK))
+        seen: list[str] = []
+        deadline = time.monotonic() + 60
+        while not any("Completed" in line for line in seen) and time.monotonic() < deadline:
+            with contextlib.suppress(queue.Empty):
+                seen.append(lines.get(timeout=1))
+    finally:
+        watcher.terminate()
+        watcher.wait(timeout=10)
+    assert seen[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    completed = [line.split() for line in seen if "Completed" in line]
+    assert completed, seen
+    assert completed[0][:3] == ["quick-master-0", "0/1", "Completed"]
 
 
 def _until(read: Callable[[], str], needle: str, timeout: float = 30) -> str:
