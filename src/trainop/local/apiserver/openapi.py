@@ -13,7 +13,8 @@ and merge patch, so ``kubectl apply`` takes strategic-merge metadata from its ow
 ``/openapi/v3`` is the index ``{"paths": {"apis/G/V": {"serverRelativeURL": ...?hash=H}}}``;
 one document per group-version, built on first request and cached until the group-version's
 resources change (for a CRD: its resourceVersion). ``/openapi/v2`` is JSON only: a request
-that accepts only protobuf gets 406, as kube-apiserver answers formats it does not serve.
+that accepts only protobuf gets 406, as kube-apiserver answers formats it does not serve, and
+client-go's next try, ``/swagger-2.0.0.pb-v1``, gets a 406 that says why (kubectl <= 1.28).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from aiohttp import web
 
 from trainop.local import schemas, store
 
-from . import crds, discovery, resources, status
+from . import crds, discovery, resources, routing, status
 from .call import ApiState
 
 JSON = "application/json"
@@ -71,6 +72,13 @@ class OpenApi:
 
     def serve(self, request: web.Request, tail: str) -> web.Response:
         """Answer ``/openapi/v2``, ``/openapi/v3`` or ``/openapi/v3/<group-version path>``."""
+        if tail == routing.LEGACY_SWAGGER:
+            raise status.RequestError(
+                "protobuf OpenAPI v2 is not served by the trainop local API server; kubectl "
+                "1.29 to 1.31 read OpenAPI v3 (JSON) instead",
+                status=406,
+                reason="NotAcceptable",
+            )
         if not accepts_json(request.headers.get("Accept")):
             raise not_acceptable()
         if tail == "v2":

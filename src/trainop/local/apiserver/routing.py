@@ -44,6 +44,9 @@ class OpenApiPath:
     tail: str
 
 
+# Where client-go looks for protobuf OpenAPI v2 after a 406 on /openapi/v2.
+LEGACY_SWAGGER = "swagger-2.0.0.pb-v1"
+
 Route = ResourcePath | DiscoveryPath | OpenApiPath | str | None
 
 
@@ -59,6 +62,8 @@ def parse(path: str) -> Route:
     plain = "/".join(parts)
     if parts[0] == "openapi" and len(parts) > 1 and parts[1] in ("v2", "v3"):
         return OpenApiPath(tail="/".join(parts[1:]))
+    if plain == LEGACY_SWAGGER:
+        return OpenApiPath(tail=LEGACY_SWAGGER)
     if plain in ("version", "healthz", "readyz", "livez"):
         return plain
     return None
