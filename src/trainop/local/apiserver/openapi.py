@@ -75,7 +75,7 @@ class OpenApi:
         if tail == routing.LEGACY_SWAGGER:
             raise status.RequestError(
                 "protobuf OpenAPI v2 is not served by the trainop local API server; kubectl "
-                "1.29 to 1.31 read OpenAPI v3 (JSON) instead",
+                "1.29 and newer read OpenAPI v3 (JSON) instead",
                 status=406,
                 reason="NotAcceptable",
             )
