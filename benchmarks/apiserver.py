@@ -14,6 +14,7 @@ Usage: ``.venv/bin/python benchmarks/apiserver.py [--pods 3000] [--watchers 50]`
 from __future__ import annotations
 
 import argparse
+import base64
 import http.client
 import json
 import multiprocessing
@@ -27,6 +28,8 @@ from pathlib import Path
 
 import yaml
 from kubernetes import client, config, watch
+
+from trainop.local.apiserver import tls
 
 
 def start_server(state_dir: Path) -> tuple[subprocess.Popen[bytes], Path]:
@@ -95,11 +98,13 @@ def _create_worker(kubeconfig: str, prefix: str, count: int, threads: int) -> No
 def _raw_worker(kubeconfig: str, prefix: str, count: int, threads: int) -> None:
     cfg = yaml.safe_load(Path(kubeconfig).read_text())
     token = cfg["users"][0]["user"]["token"]
-    port = int(cfg["clusters"][0]["cluster"]["server"].rsplit(":", 1)[1])
+    cluster = cfg["clusters"][0]["cluster"]
+    port = int(cluster["server"].rsplit(":", 1)[1])
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    context = tls.client_context(base64.b64decode(cluster["certificate-authority-data"]))
 
     def run(t: int) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port)
+        conn = http.client.HTTPSConnection("127.0.0.1", port, context=context)
         for i in range(count // threads):
             body = json.dumps(_pod(f"{prefix}-{t}-{i}")).encode()
             conn.request("POST", "/api/v1/namespaces/default/pods", body=body, headers=headers)

@@ -2,6 +2,8 @@
 
 lightkube does what it does well here — reading kubeconfig files and in-cluster service
 account configuration, authentication, TLS — and hands us a configured ``httpx2.AsyncClient``.
+TLS verification uses the kubeconfig's ``certificate-authority-data`` (or file), as the local
+API server's kubeconfig provides; a server whose certificate does not verify is unreachable.
 On top of it this module sends plain REST calls and decodes JSON into dicts: no model classes
 on the hot path (DESIGN §12). Failures become ``trainop.errors`` through ``kube.status``, the one
 mapping; transport failures become ``UnreachableError``. Watches request bookmarks and surface

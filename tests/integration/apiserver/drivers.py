@@ -607,7 +607,13 @@ class TrainopDriver:
         return {"kind": "Status", "status": "Success"}
 
     async def _watch(
-        self, res: Res, namespace: str | None, rv: str | None, timeout: int, stop_after: int
+        self,
+        res: Res,
+        namespace: str | None,
+        rv: str | None,
+        timeout: int,
+        stop_after: int,
+        bookmarks: bool,
     ) -> list[tuple[str, dict[str, Any]]]:
         out: list[tuple[str, dict[str, Any]]] = []
         stream = self.client.watch(
@@ -617,6 +623,8 @@ class TrainopDriver:
             timeout_seconds=timeout,
         )
         async for event in stream:
+            if event.type == "BOOKMARK" and not bookmarks:
+                continue  # the client always asks for them; drop those the caller did not
             out.append((event.type, event.obj))
             if stop_after and len(out) >= stop_after:
                 break
@@ -631,8 +639,7 @@ class TrainopDriver:
         timeout: int = 5,
         stop_after: int = 0,
     ) -> list[tuple[str, dict[str, Any]]]:
-        del bookmarks  # trainop's client always asks for bookmarks
-        call = self._watch(res, namespace, resource_version, timeout, stop_after)
+        call = self._watch(res, namespace, resource_version, timeout, stop_after, bookmarks)
         return self._run(self._guard(call))
 
     def log(self, pod: str, namespace: str, **params: Any) -> Iterator[str]:

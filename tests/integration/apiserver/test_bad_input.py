@@ -5,16 +5,15 @@ Raw HTTP (``http.client``) so that bodies no client library would send can be se
 
 from __future__ import annotations
 
-import http.client
 import json
 import time
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from . import rawhttps
 from .conftest import RunningServer
 from .test_scenarios import CRD
 
@@ -259,9 +258,8 @@ class Raw:
     """A raw HTTP connection to the test server."""
 
     def __init__(self, api: RunningServer) -> None:
-        config = yaml.safe_load(api.kubeconfig.read_text())
-        self.token = config["users"][0]["user"]["token"]
-        self.port = api.server.port
+        self.endpoint = rawhttps.Endpoint.load(api.kubeconfig)
+        self.token = self.endpoint.token
 
     def send(
         self,
@@ -271,7 +269,7 @@ class Raw:
         headers: dict[str, str] | None = None,
         token: str | None = "",
     ) -> tuple[int, Any]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        conn = self.endpoint.connect()
         sent = dict(headers or {})
         if token is not None:
             sent["Authorization"] = f"Bearer {token or self.token}"
@@ -326,7 +324,7 @@ def test_missing_or_wrong_token_is_401(raw: Raw, token: str | None) -> None:
 
 
 def test_health_and_version_need_no_token(raw: Raw) -> None:
-    conn = http.client.HTTPConnection("127.0.0.1", raw.port, timeout=10)
+    conn = raw.endpoint.connect()
     for path in ("/healthz", "/readyz", "/version/"):
         conn.request("GET", path)
         resp = conn.getresponse()
@@ -335,7 +333,7 @@ def test_health_and_version_need_no_token(raw: Raw) -> None:
 
 
 def test_watch_ends_at_timeout_seconds(raw: Raw) -> None:
-    conn = http.client.HTTPConnection("127.0.0.1", raw.port, timeout=10)
+    conn = raw.endpoint.connect()
     started = time.monotonic()
     path = "/api/v1/namespaces/default/secrets?watch=true&resourceVersion=0&timeoutSeconds=1"
     conn.request("GET", path, headers={"Authorization": f"Bearer {raw.token}"})
@@ -349,7 +347,7 @@ def test_watch_too_old_sends_error_event_with_410(raw: Raw) -> None:
     for i in range(105):  # the test server keeps 100 events of history
         body = json.dumps({"metadata": {"name": f"churn-{i}"}}).encode()
         assert raw.send("POST", "/api/v1/namespaces/default/configmaps", body)[0] == 201
-    conn = http.client.HTTPConnection("127.0.0.1", raw.port, timeout=10)
+    conn = raw.endpoint.connect()
     conn.request(
         "GET",
         f"{PODS}?watch=True&resourceVersion=1&timeoutSeconds=1",

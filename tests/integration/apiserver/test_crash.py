@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from . import rawhttps
 
 ROUNDS = 20
 WRITERS = 4
@@ -77,9 +77,8 @@ class Server:
             assert self.proc.poll() is None, "server exited during start-up"
             assert time.monotonic() < deadline, "server did not start"
             time.sleep(0.02)
-        config = yaml.safe_load(kubeconfig.read_text())
-        self.token = config["users"][0]["user"]["token"]
-        self.port = int(config["clusters"][0]["cluster"]["server"].rsplit(":", 1)[1])
+        self.endpoint = rawhttps.Endpoint.load(kubeconfig)
+        self.token = self.endpoint.token
 
     def request(
         self,
@@ -106,7 +105,7 @@ class Server:
 def _writer(
     server: Server, acked: Acked, writer: int, round_no: int, stop: threading.Event
 ) -> None:
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn = server.endpoint.connect()
     counter = f"counter-{writer}"
     seq = 0
     try:
@@ -142,7 +141,7 @@ def _bump(server: Server, conn: http.client.HTTPConnection, acked: Acked, counte
 
 
 def _verify(server: Server, acked: Acked) -> None:
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn = server.endpoint.connect()
     code, listing = server.request(conn, "GET", CMS)
     assert code == 200
     items = {i["metadata"]["name"]: i for i in listing["items"]}

@@ -4,12 +4,14 @@ One token per state directory (``token``, mode 0600), created on first start and
 a kubeconfig written earlier keeps working after a restart. Every request except the public
 health and version endpoints (as kube-apiserver's ``system:public-info-viewer`` allows them)
 must send ``Authorization: Bearer <token>``, else 401 with a ``Status`` body. The comparison
-is constant-time. The kubeconfig is written atomically with mode 0600 and loads unchanged
-with ``kubernetes.config.load_kube_config`` and lightkube's ``KubeConfig.from_file``.
+is constant-time. The kubeconfig is written atomically with mode 0600, carries the serving
+CA (``tls``) as ``certificate-authority-data``, and loads unchanged with kubectl,
+``kubernetes.config.load_kube_config`` and lightkube's ``KubeConfig.from_file``.
 """
 
 from __future__ import annotations
 
+import base64
 import hmac
 import os
 from pathlib import Path
@@ -39,12 +41,20 @@ def is_authorized(header: str | None, token: str) -> bool:
     return hmac.compare_digest(header[len("Bearer ") :].strip().encode(), token.encode())
 
 
-def write_kubeconfig(path: Path, *, server: str, token: str, namespace: str = "default") -> None:
-    """Write a one-context kubeconfig for ``server`` (mode 0600, atomic replace)."""
+def write_kubeconfig(
+    path: Path, *, server: str, token: str, ca_pem: bytes = b"", namespace: str = "default"
+) -> None:
+    """Write a one-context kubeconfig for ``server`` (mode 0600, atomic replace).
+
+    ``ca_pem`` (an https server's CA) goes in as ``certificate-authority-data``.
+    """
+    cluster: dict[str, str] = {"server": server}
+    if ca_pem:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": CONTEXT, "cluster": {"server": server}}],
+        "clusters": [{"name": CONTEXT, "cluster": cluster}],
         "users": [{"name": CONTEXT, "user": {"token": token}}],
         "contexts": [
             {

@@ -2,9 +2,8 @@
 
 Built from the registry on every request, so a CRD is discoverable as soon as it is created.
 Only the unaggregated documents are served (kubectl falls back to them when the aggregated
-``apidiscovery.k8s.io/v2`` format is not answered). ``/openapi/v2`` and ``/openapi/v3`` are
-served as empty-but-valid documents so kubectl starts; client-side validation against them
-therefore checks nothing, and the server validates instead.
+``apidiscovery.k8s.io/v2`` format is not answered). Pods and services are in the ``all``
+category (``kubectl get all``). The OpenAPI documents are ``openapi``'s.
 """
 
 from __future__ import annotations
@@ -14,6 +13,8 @@ from typing import Any
 from . import resources, status
 
 GIT_VERSION = "v1.31.0"
+# What ``kubectl get all`` lists here (kube's "all" also has controllers trainop does not run).
+ALL_CATEGORY = ("pods", "services")
 
 
 def version() -> dict[str, Any]:
@@ -81,8 +82,11 @@ def _entries(rt: resources.ResourceType) -> list[dict[str, Any]]:
     }
     if rt.short_names:
         main["shortNames"] = list(rt.short_names)
-    if rt.categories:
-        main["categories"] = list(rt.categories)
+    categories = list(rt.categories)
+    if rt.group == "" and rt.plural in ALL_CATEGORY:
+        categories.append("all")
+    if categories:
+        main["categories"] = categories
     out = [main]
     for sub in rt.subresources:
         verbs = ["get"] if sub == "log" else ["get", "patch", "update"]
@@ -98,18 +102,3 @@ def _entries(rt: resources.ResourceType) -> list[dict[str, Any]]:
             entry.update(group="autoscaling", version="v1")
         out.append(entry)
     return out
-
-
-def openapi_v2() -> dict[str, Any]:
-    """A minimal, valid Swagger 2.0 document."""
-    return {
-        "swagger": "2.0",
-        "info": {"title": "trainop", "version": GIT_VERSION},
-        "paths": {},
-        "definitions": {},
-    }
-
-
-def openapi_v3() -> dict[str, Any]:
-    """The ``/openapi/v3`` index with no group documents."""
-    return {"paths": {}}

@@ -5,7 +5,8 @@ names a snapshot of the matching keys taken by the first page (stored objects ar
 so a snapshot is a list of references), which gives every page the first page's
 resourceVersion, as etcd-backed paging does; a token whose snapshot has been evicted gets
 410 Expired, and the client relists. Responses are assembled from the stored JSON bytes
-without re-encoding each object.
+without re-encoding each object, unless the client asks for a ``Table`` or metadata only
+(``tables``: kubectl's server-side printing).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from aiohttp import web
 
 from trainop.local import store
 
-from . import resources, selectors, status
+from . import resources, selectors, status, tables
 from .call import ApiState, Call
 
 JSON = "application/json"
@@ -67,11 +68,35 @@ def respond(body: bytes, *, code: int = 200) -> web.Response:
 
 
 def get(state: ApiState, call: Call) -> web.Response:
-    """GET one object (404 when absent)."""
+    """GET one object (404 when absent); a Table or metadata when the client asks so."""
     stored = state.store.get(call.key())
     if stored is None:
         raise status.not_found(call.rt, call.name or "")
+    wanted = tables.negotiate(call.request.headers.get("Accept"))
+    if wanted.as_ == "Table":
+        meta = {"resourceVersion": stored.obj["metadata"].get("resourceVersion", "")}
+        return respond(_table(state, call, wanted, [stored], meta))
+    if wanted.as_:
+        return respond(store.encode(tables.metadata_only(wanted, stored.obj)))
     return respond(render(call.rt, stored))
+
+
+def _table(
+    state: ApiState,
+    call: Call,
+    wanted: tables.Wanted,
+    items: list[store.Stored],
+    meta: dict[str, object],
+) -> bytes:
+    return tables.table(
+        wanted,
+        db=state.store,
+        rt=call.rt,
+        objs=[s.obj for s in items],
+        meta=meta,
+        include=call.query.get("includeObject", "Metadata"),
+        now=state.clock(),
+    )
 
 
 def matcher(call: Call) -> selectors.Matcher | None:
@@ -102,6 +127,11 @@ def list_(state: ApiState, pager: Pager, call: Call) -> web.Response:
         sid = token_sid(token) if token else pager.save(snap)
         meta["continue"] = _encode_token(sid, end, snap.rv)
         meta["remainingItemCount"] = len(snap.items) - end
+    wanted = tables.negotiate(call.request.headers.get("Accept"))
+    if wanted.as_ == "Table":
+        return respond(_table(state, call, wanted, page, meta))
+    if wanted.as_:
+        return respond(tables.metadata_list(wanted, [s.obj for s in page], meta))
     return respond(_list_body(call.rt, meta, page))
 
 

@@ -37,7 +37,17 @@ class DiscoveryPath:
     version: str = ""
 
 
-Route = ResourcePath | DiscoveryPath | str | None
+@dataclass(frozen=True, slots=True)
+class OpenApiPath:
+    """An OpenAPI document: ``tail`` is ``v2``, ``v3`` or ``v3/<group-version path>``."""
+
+    tail: str
+
+
+# Where client-go looks for protobuf OpenAPI v2 after a 406 on /openapi/v2.
+LEGACY_SWAGGER = "swagger-2.0.0.pb-v1"
+
+Route = ResourcePath | DiscoveryPath | OpenApiPath | str | None
 
 
 def parse(path: str) -> Route:
@@ -50,7 +60,11 @@ def parse(path: str) -> Route:
     if parts[0] == "apis":
         return _named(parts[1:])
     plain = "/".join(parts)
-    if plain in ("version", "healthz", "readyz", "livez", "openapi/v2", "openapi/v3"):
+    if parts[0] == "openapi" and len(parts) > 1 and parts[1] in ("v2", "v3"):
+        return OpenApiPath(tail="/".join(parts[1:]))
+    if plain == LEGACY_SWAGGER:
+        return OpenApiPath(tail=LEGACY_SWAGGER)
+    if plain in ("version", "healthz", "readyz", "livez"):
         return plain
     return None
 

@@ -9,7 +9,8 @@ aiohttp's router is frozen once the app runs, but CRDs add resources at run time
 is a single catch-all route and ``routing.parse`` does the splitting. Handlers are cancelled
 when their client disconnects (``handler_cancellation``), which is what ends an idle watch.
 
-Lifecycle: ``await ApiServer.start()`` binds (127.0.0.1, port 0 picks a free port), writes the
+Lifecycle: ``await ApiServer.start()`` binds (127.0.0.1, port 0 picks a free port), serving
+HTTPS with the state directory's certificate (``tls``) unless ``insecure_http``, writes the
 kubeconfig, and returns; ``await stop()`` stops accepting, ends watches and closes the store
 after every queued write is durable.
 """
@@ -36,10 +37,12 @@ from . import (
     discovery,
     gc,
     logs,
+    openapi,
     reads,
     resources,
     routing,
     status,
+    tls,
     watch,
     writes,
 )
@@ -56,6 +59,8 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 0
     kubeconfig: Path | None = None
+    # Plain HTTP instead of TLS (kubectl then sends no token): only when asked for.
+    insecure_http: bool = False
     bookmark_interval: float = 60.0
     history: int = 10_000
     log_source: logs.LogSource = field(default_factory=logs.MemoryLogSource)
@@ -80,6 +85,7 @@ class ApiServer:
             bookmark_interval=config.bookmark_interval,
         )
         self._pager = reads.Pager()
+        self._openapi = openapi.OpenApi(self.state)
         self._gc = gc.GarbageCollector(self.state)
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -87,7 +93,8 @@ class ApiServer:
     @property
     def url(self) -> str:
         """The base URL clients use."""
-        return f"http://{self.config.host}:{self.port}"
+        scheme = "http" if self.config.insecure_http else "https"
+        return f"{scheme}://{self.config.host}:{self.port}"
 
     @property
     def kubeconfig_path(self) -> Path:
@@ -105,12 +112,24 @@ class ApiServer:
             app, handler_cancellation=True, access_log=None, shutdown_timeout=1.0
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.config.host, self.config.port, backlog=1024)
+        ca_pem, ssl_context = b"", None
+        if not self.config.insecure_http:
+            ca_pem = tls.ensure_bundle(self.config.state_dir, now=_now()).ca_cert
+            ssl_context = tls.server_context(self.config.state_dir)
+        site = web.TCPSite(
+            self._runner,
+            self.config.host,
+            self.config.port,
+            backlog=1024,
+            ssl_context=ssl_context,
+        )
         await site.start()
         server = getattr(site, "_server", None)
         sockets = getattr(server, "sockets", None) or []
         self.port = sockets[0].getsockname()[1] if sockets else self.config.port
-        auth.write_kubeconfig(self.kubeconfig_path, server=self.url, token=self.token)
+        auth.write_kubeconfig(
+            self.kubeconfig_path, server=self.url, token=self.token, ca_pem=ca_pem
+        )
         log.info("embedded API server listening on %s", self.url)
 
     async def stop(self) -> None:
@@ -152,6 +171,8 @@ class ApiServer:
             return await self._resource(request, route)
         if request.method not in ("GET", "HEAD"):
             raise status.method_not_allowed(request.method)
+        if isinstance(route, routing.OpenApiPath):
+            return self._openapi.serve(request, route.tail)
         return _json(self._document(route))
 
     def _document(self, route: routing.Route) -> Any:
@@ -166,8 +187,6 @@ class ApiServer:
             return discovery.resource_list(registry, route.group, route.version)
         documents: dict[str, Callable[[], Any]] = {
             "version": discovery.version,
-            "openapi/v2": discovery.openapi_v2,
-            "openapi/v3": discovery.openapi_v3,
         }
         if route in ("healthz", "readyz", "livez"):
             return "ok"

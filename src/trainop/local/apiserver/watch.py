@@ -16,7 +16,8 @@ Semantics, as kube-apiserver's watch cache:
   leaves or the server stops. A healthy watch is never closed early.
 
 Subscribing and reading the backlog happen without an ``await`` between them, so no event is
-lost or sent twice. Each event's JSON is the stored bytes, never re-encoded per watcher.
+lost or sent twice. Each event's JSON is the stored bytes, never re-encoded per watcher,
+except for a watcher that asked for a ``Table`` (``kubectl get -w``; see ``tables``).
 """
 
 from __future__ import annotations
@@ -25,15 +26,21 @@ import asyncio
 import contextlib
 import json
 import time
+from collections.abc import Callable
+from typing import Protocol
 
 from aiohttp import web
 
 from trainop.local import store
 
-from . import reads, selectors, status
+from . import reads, selectors, status, tables
 from .call import ApiState, Call
 
 _MAX_BACKLOG = 100_000  # a watcher this far behind is dropped, as kube drops slow watchers
+
+
+class _Writer(Protocol):
+    async def write(self, data: bytes) -> None: ...
 
 
 def _line(kind: str, raw: bytes) -> bytes:
@@ -103,6 +110,27 @@ def _backlog(state: ApiState, call: Call, match: selectors.Matcher | None) -> li
     return out
 
 
+class _Converting:
+    """A response whose writes pass through ``convert`` (Table watches, ``tables``)."""
+
+    def __init__(self, resp: web.StreamResponse, convert: Callable[[bytes], bytes]) -> None:
+        self._resp, self._convert = resp, convert
+
+    async def write(self, data: bytes) -> None:
+        await self._resp.write(self._convert(data))
+
+
+def _writer(state: ApiState, call: Call, resp: web.StreamResponse) -> _Writer:
+    wanted = tables.negotiate(call.request.headers.get("Accept"))
+    if not wanted.as_:
+        return resp
+    include = call.query.get("includeObject", "Metadata")
+    convert = tables.watch_converter(
+        wanted, db=state.store, rt=call.rt, include=include, clock=state.clock
+    )
+    return _Converting(resp, convert)
+
+
 async def watch(state: ApiState, call: Call) -> web.StreamResponse:
     """Serve one watch until timeoutSeconds, client disconnect or server stop."""
     match = reads.matcher(call)
@@ -117,11 +145,12 @@ async def watch(state: ApiState, call: Call) -> web.StreamResponse:
         if backlog is None:
             await resp.write(_gone(_start_rv(call) or 0, state.store.resource_version))
             return resp
+        writer = _writer(state, call, resp)
         if backlog:
-            await resp.write(b"".join(backlog))
+            await writer.write(b"".join(backlog))
         deadline = time.monotonic() + timeout if timeout else None
         with contextlib.suppress(ConnectionResetError):  # the watcher went away: just stop
-            await _stream(state, call, sub, resp, match, deadline)
+            await _stream(state, call, sub, writer, match, deadline)
         return resp
     finally:
         state.store.unsubscribe(sub)
@@ -131,7 +160,7 @@ async def _stream(
     state: ApiState,
     call: Call,
     sub: store.Subscription,
-    resp: web.StreamResponse,
+    resp: _Writer,
     match: selectors.Matcher | None,
     deadline: float | None,
 ) -> None:

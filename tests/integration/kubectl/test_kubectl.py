@@ -1,0 +1,182 @@
+"""kubectl's first-hour commands against ``trainop local up``, with no extra flags.
+
+Every test drives the real binary (``conftest.Kubectl``): TLS with the kubeconfig's CA and
+token, server-side printing (the STATE column, ``-o wide``), OpenAPI (``explain``, strict
+validation), client-side apply, ``wait``, ``logs`` and ``delete``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+from .conftest import ROOT, Kubectl
+
+QUICK = """
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: quick
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: Never
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: python:3.11
+              command: [python, -c, "print(1)"]
+"""
+
+
+def _columns(table: str) -> list[str]:
+    return table.splitlines()[0].split()
+
+
+def _rows(table: str) -> dict[str, list[str]]:
+    return {line.split()[0]: line.split() for line in table.splitlines()[1:] if line.strip()}
+
+
+def _write(tmp_path: Path, text: str, name: str = "job.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_get_pods_over_tls_with_the_written_kubeconfig(kubectl: Kubectl, ns: str) -> None:
+    done = kubectl.run("get", "pods", "-n", ns)
+    assert f"No resources found in {ns} namespace." in done.stderr
+
+
+def test_explain_uses_the_crd_schema(kubectl: Kubectl) -> None:
+    out = kubectl.out("explain", "pytorchjob.spec.runPolicy")
+    assert "KIND:       PyTorchJob" in out
+    assert "FIELD: runPolicy <Object>" in out
+    for field in ("backoffLimit", "cleanPodPolicy", "suspend", "schedulingPolicy"):
+        assert f"  {field}\t<" in out, field
+
+
+def test_explain_builtin_kind(kubectl: Kubectl) -> None:
+    out = kubectl.out("explain", "pods.spec.containers.ports")
+    assert "FIELD: ports <[]ContainerPort>" in out
+    assert "containerPort\t<integer> -required-" in out
+
+
+def test_quick_job_apply_wait_get_delete(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    job = _write(tmp_path, QUICK)
+    assert "pytorchjob.kubeflow.org/quick created" in kubectl.out("apply", "-n", ns, "-f", job)
+    waited = kubectl.out(
+        "wait", "-n", ns, "--for=condition=Succeeded", "pytorchjob/quick", "--timeout=60s"
+    )
+    assert "condition met" in waited
+    listed = kubectl.out("get", "pytorchjobs", "-n", ns)
+    assert _columns(listed) == ["NAME", "STATE", "AGE"]
+    assert _rows(listed)["quick"][1] == "Succeeded"
+    pods = kubectl.out("get", "pods", "-n", ns, "-o", "wide")
+    assert _columns(pods) == [
+        "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED", "NODE",
+        "READINESS", "GATES",
+    ]  # fmt: skip
+    assert _rows(pods)["quick-master-0"][1:3] == ["0/1", "Completed"]
+    assert kubectl.out("logs", "-n", ns, "quick-master-0") == "1\n"
+    assert kubectl.out("logs", "-f", "-n", ns, "quick-master-0") == "1\n"
+    again = kubectl.out("apply", "-n", ns, "-f", job)
+    assert "pytorchjob.kubeflow.org/quick unchanged" in again
+    assert 'pytorchjob.kubeflow.org "quick" deleted' in kubectl.out(
+        "delete", "-n", ns, "pytorchjob", "quick"
+    )
+    gone = kubectl.run("get", "-n", ns, "pytorchjob", "quick", check=False)
+    assert gone.returncode == 1
+    assert "NotFound" in gone.stderr
+
+
+def test_apply_the_ddp_example(kubectl: Kubectl, ns: str) -> None:
+    example = str(ROOT / "examples" / "pytorch" / "ddp.yaml")
+    applied = kubectl.out("apply", "-n", ns, "-f", example)
+    assert "pytorchjob.kubeflow.org/pytorch-ddp created" in applied
+    listed = kubectl.out("get", "pytorchjobs", "-n", ns)
+    assert _columns(listed) == ["NAME", "STATE", "AGE"]
+    assert "pytorch-ddp" in _rows(listed)
+    everything = _until(lambda: kubectl.out("get", "all", "-n", ns), "service/pytorch-ddp-master-0")
+    assert "pod/pytorch-ddp-master-0" in everything
+    kubectl.run("delete", "-n", ns, "-f", example, "--wait=false")
+
+
+def test_strict_validation_names_unknown_fields(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    example = str(ROOT / "examples" / "pytorch" / "ddp.yaml")
+    created = kubectl.out(
+        "create", "--validate=strict", "--dry-run=server", "-n", ns, "-f", example
+    )
+    assert "pytorchjob.kubeflow.org/pytorch-ddp created (server dry run)" in created
+    bad = yaml.safe_load(QUICK)
+    bad["spec"]["runPolicy"] = {"backoffLimitt": 3}
+    done = kubectl.run(
+        "create", "--validate=strict", "-n", ns, "-f", _write(tmp_path, yaml.safe_dump(bad)),
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert 'unknown field "spec.runPolicy.backoffLimitt"' in done.stderr
+
+
+def test_client_side_apply_of_a_builtin_kind(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}}
+    first = _write(tmp_path, yaml.safe_dump({**config, "data": {"a": "1", "b": "2"}}), "1.yaml")
+    second = _write(tmp_path, yaml.safe_dump({**config, "data": {"a": "1", "c": "3"}}), "2.yaml")
+    kubectl.run("apply", "-n", ns, "-f", first)
+    assert "configmap/settings configured" in kubectl.out("apply", "-n", ns, "-f", second)
+    data = kubectl.out("get", "configmap", "settings", "-n", ns, "-o", "jsonpath={.data}")
+    assert yaml.safe_load(data) == {"a": "1", "c": "3"}
+    listed = kubectl.out("get", "configmaps", "-n", ns)
+    assert _columns(listed) == ["NAME", "DATA", "AGE"]
+    assert _rows(listed)["settings"][1] == "2"
+
+
+def test_get_watch_prints_rows(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    watcher = subprocess.Popen(
+        [kubectl.binary, "get", "pods", "-n", ns, "-w", "--request-timeout=60s"],
+        env=kubectl.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    output = watcher.stdout
+    assert output is not None
+
+    def read() -> None:
+        for line in output:
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, QUICK))
+        seen: list[str] = []
+        deadline = time.monotonic() + 60
+        while not any("Completed" in line for line in seen) and time.monotonic() < deadline:
+            with contextlib.suppress(queue.Empty):
+                seen.append(lines.get(timeout=1))
+    finally:
+        watcher.terminate()
+        watcher.wait(timeout=10)
+    assert seen[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    completed = [line.split() for line in seen if "Completed" in line]
+    assert completed, seen
+    assert completed[0][:3] == ["quick-master-0", "0/1", "Completed"]
+
+
+def _until(read: Callable[[], str], needle: str, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        text = read()
+        if needle in text or time.monotonic() > deadline:
+            return text
+        time.sleep(0.2)
