@@ -14,6 +14,12 @@ task. An index ``owner uid → dependent keys`` is kept up to date from committe
 - a ``Terminating`` namespace → everything in it is deleted; once empty, the namespace's
   ``kubernetes`` finalizer is dropped and it is removed.
 
+Dependents whose owners are all unknown are collected however they appear, as Kubernetes' collector
+does: an object created or updated with a reference to a uid that is not in the store queues that
+uid at once; the start of the server queues every such uid found in the store; and a periodic
+``sweep`` (every ``sweep_interval`` seconds) queues them again, so nothing that slipped past an
+event (a pod created from a stale cache just after its job was deleted) outlives its owner.
+
 Like the real collector it is asynchronous: callers observe its effects eventually (tests poll).
 """
 
@@ -36,13 +42,15 @@ _NS = "core/namespaces"
 class GarbageCollector:
     """Owner index plus one worker task that deletes, orphans and finalizes."""
 
-    def __init__(self, state: ApiState) -> None:
+    def __init__(self, state: ApiState, *, sweep_interval: float = 30.0) -> None:
         self._state = state
+        self._sweep_interval = sweep_interval
         self._dependents: dict[str, set[store.Key]] = {}
         self._owners_of: dict[store.Key, tuple[str, ...]] = {}
         self._by_uid: dict[str, store.Key] = {}
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
+        self._sweeper: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         """Index the store, queue leftover work, subscribe to events and start the worker."""
@@ -50,16 +58,34 @@ class GarbageCollector:
             self._index(stored.key, stored.obj)
         for stored in list(self._state.store.iter_all()):
             self._maybe_queue(stored.key, stored.obj)
-        for uid in [u for u in self._dependents if u not in self._by_uid]:
-            self._queue.put_nowait(uid)
+        self.sweep()
         self._state.store.add_listener(self.on_event)
         self._task = asyncio.create_task(self._run(), name="garbage-collector")
+        if self._sweep_interval > 0:
+            self._sweeper = asyncio.create_task(self._sweep_forever(), name="gc-sweep")
 
     async def stop(self) -> None:
-        """Cancel the worker."""
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        """Cancel the worker and the sweeper."""
+        tasks = [t for t in (self._task, self._sweeper) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def sweep(self) -> list[str]:
+        """Queue every owner uid that dependents reference but the store does not hold."""
+        absent = sorted(u for u in self._dependents if u not in self._by_uid)
+        for uid in absent:
+            self._queue.put_nowait(uid)
+        return absent
+
+    async def idle(self) -> None:
+        """Return once every queued item has been handled (for tests and shutdown)."""
+        await self._queue.join()
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self._sweep_interval)
+            self.sweep()
 
     def on_event(self, event: store.Event) -> None:
         """Store listener: keep the index current and queue owners that need work."""
@@ -76,6 +102,9 @@ class GarbageCollector:
             return
         self._index(key, obj)
         self._maybe_queue(key, obj)
+        for owner in self._owners_of.get(key, ()):
+            if owner not in self._by_uid:  # its owner is already gone: collect it
+                self._queue.put_nowait(owner)
 
     # ---- index ---------------------------------------------------------------------------
 
@@ -127,6 +156,8 @@ class GarbageCollector:
                 log.debug("gc: %s: %s", item, exc)
             except Exception:
                 log.exception("garbage collector failed on %s", item)
+            finally:
+                self._queue.task_done()
 
     async def _owner(self, uid: str) -> None:
         key = self._by_uid.get(uid)
