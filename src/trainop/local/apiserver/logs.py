@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from aiohttp import web
@@ -149,11 +149,12 @@ async def serve(state: ApiState, call: Call) -> web.StreamResponse:
         )
     follow, stamps = call.flag("follow"), call.flag("timestamps")
     tail, limit = call.integer("tailLines"), call.integer("limitBytes")
+    since = _since(call, state.clock())
     resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
     resp.enable_chunked_encoding()
     await resp.prepare(call.request)
     sent = 0
-    async for chunk in _chunks(state, ref, follow=follow, tail=tail, stamps=stamps):
+    async for chunk in _chunks(state, ref, follow=follow, tail=tail, stamps=stamps, since=since):
         if limit is not None and sent + len(chunk) > limit:
             await resp.write(chunk[: limit - sent])
             break
@@ -162,11 +163,48 @@ async def serve(state: ApiState, call: Call) -> web.StreamResponse:
     return resp
 
 
+def _since(call: Call, now: datetime) -> datetime | None:
+    """The earliest line time ``sinceSeconds``/``sinceTime`` asks for (at most one of them)."""
+    seconds, text = call.integer("sinceSeconds"), call.query.get("sinceTime")
+    if seconds is not None and text:
+        raise status.bad_request("at most one of `sinceTime` or `sinceSeconds` may be specified")
+    if seconds is not None:
+        if seconds < 1:
+            raise status.RequestError(
+                f'PodLogOptions "{call.name}" is invalid: sinceSeconds: Invalid value: '
+                f"{seconds}: must be greater than 0",
+                status=422,
+                reason="Invalid",
+            )
+        return now - timedelta(seconds=seconds)
+    if not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise status.bad_request(f'parsing time "{text}" as RFC3339: {exc}') from exc
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+async def _recent(
+    state: ApiState, ref: LogRef, *, follow: bool, since: datetime | None
+) -> AsyncIterator[LogLine]:
+    async for line in state.log_source.lines(ref, follow=follow):
+        if since is None or line.time >= since:
+            yield line
+
+
 async def _chunks(
-    state: ApiState, ref: LogRef, *, follow: bool, tail: int | None, stamps: bool
+    state: ApiState,
+    ref: LogRef,
+    *,
+    follow: bool,
+    tail: int | None,
+    stamps: bool,
+    since: datetime | None,
 ) -> AsyncIterator[bytes]:
     if tail is not None:
-        history = [line async for line in state.log_source.lines(ref, follow=False)]
+        history = [line async for line in _recent(state, ref, follow=False, since=since)]
         kept = history[-tail:] if tail > 0 else []
         for line in kept:
             yield _format(line, timestamps=stamps)
@@ -176,7 +214,7 @@ async def _chunks(
     else:
         skip = 0
     seen = 0
-    async for line in state.log_source.lines(ref, follow=follow):
+    async for line in _recent(state, ref, follow=follow, since=since):
         seen += 1
         if seen > skip:
             yield _format(line, timestamps=stamps)

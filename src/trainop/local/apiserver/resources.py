@@ -83,6 +83,18 @@ def _core(
 
 
 POD_FIELDS = (*META_FIELDS, "status.phase", "spec.nodeName", "spec.restartPolicy")
+# kube's field labels for core/v1 events (``source`` means ``source.component``).
+EVENT_FIELDS = (
+    *META_FIELDS,
+    *(
+        f"involvedObject.{f}"
+        for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
+    ),
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+)
 
 BUILTIN: tuple[ResourceType, ...] = (
     _core(
@@ -106,7 +118,7 @@ BUILTIN: tuple[ResourceType, ...] = (
         "events",
         "Event",
         short=("ev",),
-        fields=(*META_FIELDS, "involvedObject.name", "involvedObject.kind", "reason", "type"),
+        fields=EVENT_FIELDS,
     ),
     ResourceType(
         group="events.k8s.io",

@@ -17,6 +17,8 @@ from trainop.kube import selectors as label_selectors
 from . import status
 
 Matcher = Callable[[dict[str, Any]], bool]
+# Field labels that name a different path than they spell (kube's events: ``source``).
+_ALIASES = {"source": "source.component"}
 
 
 def label_matcher(text: str | None) -> Matcher | None:
@@ -44,7 +46,7 @@ def field_matcher(text: str | None, *, allowed: Sequence[str]) -> Matcher | None
         path, negate, value = _field_term(term)
         if path not in allowed:
             raise status.bad_request(f'field label not supported: "{path}"')
-        terms.append((path.split("."), negate, value))
+        terms.append((_ALIASES.get(path, path).split("."), negate, value))
 
     def match(obj: dict[str, Any]) -> bool:
         return all((_lookup(obj, p) == v) != neg for p, neg, v in terms)
