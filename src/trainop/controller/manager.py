@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from trainop.engine.gang import GangScheduler
 from trainop.engine.naming import JOB_NAME_LABEL
 from trainop.engine.plan import EngineOptions
 from trainop.frameworks.registry import REGISTRY, framework_for
+from trainop.frameworks.topology import ClusterTopology
 from trainop.kube import resources
 from trainop.kube.client import Client, Obj
 from trainop.kube.informer import Handlers, Informer, Projection, slim
@@ -48,12 +50,18 @@ OWNED_SELECTOR = JOB_NAME_LABEL  # "the label exists": every child the engine cr
 
 @dataclass(frozen=True, slots=True)
 class ManagerOptions:
-    """What to run: kinds (empty: all), namespace scope, workers per kind, engine options."""
+    """What to run: kinds (empty: all), namespace scope, workers per kind, engine options.
+
+    ``cluster_domain`` is appended (as ``.svc.<domain>``) to the qualified host names of the
+    cluster topology (TF_CONFIG); upstream reads it from ``CUSTOM_CLUSTER_DOMAIN``, so does the
+    default.
+    """
 
     kinds: tuple[str, ...] = ()
     namespace: str | None = None
     threads: int = 1
     engine: EngineOptions = field(default_factory=EngineOptions)
+    cluster_domain: str = field(default_factory=lambda: os.environ.get("CUSTOM_CLUSTER_DOMAIN", ""))
 
     def enabled(self) -> list[KindInfo]:
         names = self.kinds or tuple(REGISTRY)
@@ -94,7 +102,7 @@ class Manager:
                 jobs=self.jobs[kind],
                 owned=self.owned,
                 framework=framework_for(kind),
-                topologies=topologies or ClusterTopologySource(),
+                topologies=topologies or self._cluster_topologies(),
                 clock=clock,
                 recorder=self.recorder,
                 options=options.engine,
@@ -106,6 +114,9 @@ class Manager:
             informer.add_handlers(Handlers(self._job_handler(kind)))
         for informer in self.owned.all():
             informer.add_handlers(Handlers(self._on_owned_change))
+
+    def _cluster_topologies(self) -> TopologySource:
+        return ClusterTopologySource(ClusterTopology(cluster_domain=self._options.cluster_domain))
 
     @property
     def ready(self) -> bool:

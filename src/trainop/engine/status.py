@@ -38,6 +38,7 @@ class Tally:
     failed: int = 0
     retrying: int = 0
     permanent: int = 0
+    exit_code_permanent: int = 0  # of ``permanent``: ExitCode replicas that exited below 128
 
 
 def _count(tally: Tally, pod: PodView, policy: str, deleted: bool) -> Tally:
@@ -53,6 +54,7 @@ def _count(tally: Tally, pod: PodView, policy: str, deleted: bool) -> Tally:
         failed=tally.failed + 1,
         retrying=tally.retrying + retry,
         permanent=tally.permanent + (not retry),
+        exit_code_permanent=tally.exit_code_permanent + (policy == "ExitCode" and not retry),
     )
 
 
@@ -148,11 +150,14 @@ def conditions_for(
 ) -> tuple[conditions.Conditions, tuple[Event, ...]]:
     """The job's conditions after this reconcile, and the transition events."""
     events: tuple[Event, ...] = ()
+    exit_code_failure = _exit_code_failure(framework, job, tallies)
     for condition_type, message in _wanted(job, framework, tallies, pods):
         reason = f"{framework.kind}{condition_type}"
         current, new_events = conditions.set_condition(
             current, type=condition_type, reason=reason, message=message, now=now
         )
+        if message == exit_code_failure:  # upstream records this one as a Warning
+            new_events = tuple(Event("Warning", e.reason, e.message) for e in new_events)
         events += new_events
     return current, events
 
@@ -160,13 +165,26 @@ def conditions_for(
 def _failures(
     job: Job, framework: Framework, tallies: dict[str, Tally], words: dict[str, str | None]
 ) -> list[tuple[str, str]]:
+    """The Failed condition, if a permanent failure fails the job.
+
+    An ExitCode replica that exited below 128 fails the job whatever the plugin tolerates, with
+    upstream's common message (its pod logic decided before any kind's status rule ran);
+    otherwise the first type with a failed ``Never`` replica the plugin does not tolerate.
+    """
+    messages: Messages = framework.messages
+    exit_code_failure = _exit_code_failure(framework, job, tallies)
+    if exit_code_failure is not None:
+        return [(FAILED, exit_code_failure)]
     tolerated = framework.tolerates_failure
     for rt, counts in tallies.items():
         if counts.permanent and not (tolerated and tolerated(job=job, replica_type=rt)):
-            return [
-                (
-                    FAILED,
-                    framework.messages.failed.format(**words, rtype=rt, count=counts.permanent),
-                )
-            ]
+            return [(FAILED, messages.failed.format(**words, rtype=rt, count=counts.permanent))]
     return []
+
+
+def _exit_code_failure(framework: Framework, job: Job, tallies: dict[str, Tally]) -> str | None:
+    """Upstream's message when an ExitCode replica exited below 128 (None when none did)."""
+    for rt, counts in tallies.items():
+        if counts.exit_code_permanent:
+            return framework.messages.failing_exit_code.format(name=job.metadata.name, rtype=rt)
+    return None

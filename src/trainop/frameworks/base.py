@@ -90,6 +90,9 @@ class Messages:
     worker_succeeded: str = "{kind} {namespace}/{name} successfully completed."
     restarting: str = "{kind} {name} is restarting because {count} {rtype} replica(s) failed."
     failed: str = "{kind} {name} is failed because {count} {rtype} replica(s) failed."
+    # Upstream's common pod logic, the same for every kind: a replica whose restartPolicy is
+    # ExitCode exited with a permanent code (below 128).
+    failing_exit_code: str = 'job "{name}" is failing because "{rtype}" replica(s) failed.'
 
 
 @dataclass(frozen=True, slots=True)
