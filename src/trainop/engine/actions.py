@@ -42,9 +42,14 @@ def _event(verb: str, kind: str, name: str, error: str | None) -> Event:
 
 @dataclass(frozen=True, slots=True)
 class Create:
-    """Create ``body`` (namespaced in the job's namespace)."""
+    """Create ``body`` (namespaced in the job's namespace).
+
+    ``reuse_existing``: an object of that name that exists already, even one the job does not
+    own, is used as it is (upstream's launcher ServiceAccount), not reported as foreign.
+    """
 
     body: Wire
+    reuse_existing: bool = False
 
     @property
     def kind(self) -> str:

@@ -50,7 +50,8 @@ def sync_extra_objects(draft: Draft, options: FrameworkOptions) -> None:
         body = {**obj, "metadata": naming.owned_metadata(draft.job, meta["name"], **extra)}
         found = current.get((str(obj["kind"]), meta["name"]))
         if found is None:
-            draft.actions.append(Create(body))
+            reuse = obj["kind"] in draft.framework.reused_kinds
+            draft.actions.append(Create(body, reuse_existing=reuse))
         elif _differs(found, body):
             draft.actions.append(Update(body))
 

@@ -170,6 +170,9 @@ class Framework:
     # (apiVersion, kind) of every object ``extra_objects`` may create, so the controller
     # knows which resources to watch.
     extra_kinds: tuple[tuple[str, str], ...] = ()
+    # Kinds of extra objects that, when one of that name exists already (whoever made it), are
+    # used as they are: upstream's launcher ServiceAccount. Never reported as foreign.
+    reused_kinds: tuple[str, ...] = ()
 
     @property
     def kind(self) -> str:

@@ -19,8 +19,10 @@ _CONFIG_MOUNT = {"name": _CONFIG_VOLUME, "mountPath": "/etc/mpi"}
 _KUBECTL_MOUNT = {"name": _KUBECTL_VOLUME, "mountPath": "/opt/kube"}
 _RBAC = "rbac.authorization.k8s.io/v1"
 _OWNED = (("v1", "ConfigMap"), ("v1", "ServiceAccount"), (_RBAC, "Role"), (_RBAC, "RoleBinding"))
+# Byte for byte upstream's scripts (no trailing newline; a GPU launcher's discover line is
+# followed by an empty line), so tools that compare or checksum them see no difference.
 _KUBEXEC = (
-    '#!/bin/sh\nset -x\nPOD_NAME=$1\nshift\n{exec} ${{POD_NAME}}{container} -- /bin/sh -c "$*"\n'
+    '#!/bin/sh\nset -x\nPOD_NAME=$1\nshift\n{exec} ${{POD_NAME}}{container} -- /bin/sh -c "$*"'
 )
 
 
@@ -62,16 +64,24 @@ def _config_map(job: Job, running_pods: frozenset[str], options: FrameworkOption
     slots = getattr(job.spec, "slots_per_worker", None) or 1
     launcher = base.replica_name_of(job, "Launcher", None)
     hosts = ([launcher] if _is_gpu_launcher(job) else []) + _workers(job)
-    running = hosts[: len(hosts) - len(_workers(job))] + sorted(running_pods & {*_workers(job)})
     main = getattr(job.spec, "main_container", None)
     data = {
         "hostfile": "".join(f"{host} slots={slots}\n" for host in hosts),
         "kubexec.sh": _KUBEXEC.format(
             exec=options.mpi_exec_command, container=f" --container {main}" if main else ""
         ),
-        "discover_hosts.sh": "".join(["#!/bin/sh\n", *(f"echo {h}:{slots}\n" for h in running)]),
+        "discover_hosts.sh": _discover_hosts(job, running_pods, slots),
     }
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(job, "config"), "data": data}
+
+
+def _discover_hosts(job: Job, running_pods: frozenset[str], slots: int) -> str:
+    """Horovod's host discovery: the GPU launcher, then the Running workers sorted by name."""
+    script = "#!/bin/sh"
+    if _is_gpu_launcher(job):
+        script += f"\necho {base.replica_name_of(job, 'Launcher', None)}:{slots}\n"
+    workers = sorted(running_pods & {*_workers(job)})
+    return script + "".join(f"\necho {pod}:{slots}" for pod in workers)
 
 
 def _meta(job: Job, suffix: str) -> Wire:
@@ -81,13 +91,21 @@ def _meta(job: Job, suffix: str) -> Wire:
 def extra_objects(
     *, job: Job, running_pods: frozenset[str], options: FrameworkOptions
 ) -> tuple[Wire, ...]:
-    """ConfigMap; the launcher's ServiceAccount (unless named), Role and RoleBinding."""
+    """The launcher's ServiceAccount, ConfigMap, Role and RoleBinding.
+
+    The account is the one the launcher template names (else ``<job>-launcher``); as upstream
+    it is created when missing and an existing one is used as it is (``reused_kinds``).
+    """
     template = job.spec.replica_specs["Launcher"].template.get("spec") or {}
-    own = f"{job.metadata.name}-launcher"
-    account = template.get("serviceAccountName") or own
-    mine = [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(job, "launcher")}]
+    account = template.get("serviceAccountName") or f"{job.metadata.name}-launcher"
+    labels = {"app": job.metadata.name}
+    service_account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": account, "labels": labels},
+    }
     return (
-        *(mine if account == own else []),
+        service_account,
         _config_map(job, running_pods, options),
         *base.exec_rbac(
             job=job, metadata=_meta(job, "launcher"), account=account, pods=_workers(job)
@@ -143,4 +161,5 @@ FRAMEWORK = base.Framework(
     unindexed_types=("Launcher",),
     creation_order=("Worker", "Launcher"),
     extra_kinds=_OWNED,
+    reused_kinds=("ServiceAccount",),
 )

@@ -29,6 +29,7 @@ from tests.unit.api.builders import manifest
 from trainop.api.kinds import KINDS
 from trainop.controller.manager import ManagerOptions
 from trainop.kube.client import Obj
+from trainop.kube.resources import CONFIGMAPS, ROLEBINDINGS, SERVICEACCOUNTS
 
 ALL_KINDS = [info.kind for info in KINDS]
 
@@ -115,5 +116,121 @@ def test_exit_code_failure_uses_upstreams_message(server: RunningServer, kind: s
         )
         events = await eventually(lambda: cluster.events(f"{kind}Failed"), what="Failed event")
         assert [(e["type"], e["message"]) for e in events] == [("Warning", found["message"])]
+
+    run_cluster(server, body)
+
+
+# --- item 5: MPI scripts and the launcher's ServiceAccount -----------------------------------
+
+# Upstream ``mpi/mpijob_controller.go`` (newConfigMap, updateDiscoverHostsInConfigMap).
+KUBEXEC = (
+    '#!/bin/sh\nset -x\nPOD_NAME=$1\nshift\n/opt/kube/kubectl exec ${POD_NAME} -- /bin/sh -c "$*"'
+)
+KUBEXEC_MAIN = (
+    "#!/bin/sh\nset -x\nPOD_NAME=$1\nshift\n"
+    '/opt/kube/kubectl exec ${POD_NAME} --container mpi -- /bin/sh -c "$*"'
+)
+
+
+async def _config_data(cluster: Cluster, name: str, key: str, wanted: str) -> str:
+    async def probe() -> str | None:
+        found = await cluster.get(CONFIGMAPS, f"{name}-config")
+        value = ((found or {}).get("data") or {}).get(key)
+        return value if value == wanted else None
+
+    try:
+        found: str = await eventually(probe, what=f"{key} of {name}", timeout=10)
+    except AssertionError:
+        config = await cluster.get(CONFIGMAPS, f"{name}-config")
+        raise AssertionError(f"{key}: {((config or {}).get('data') or {}).get(key)!r}") from None
+    return found
+
+
+def test_mpi_scripts_are_byte_identical_to_upstreams(server: RunningServer) -> None:
+    async def body(cluster: Cluster) -> None:
+        await cluster.create_job(manifest("MPIJob", name="m"))
+        await cluster.until_pods("m", 3, "Running")
+        await _config_data(cluster, "m", "kubexec.sh", KUBEXEC)
+        running = "#!/bin/sh\necho m-worker-0:1\necho m-worker-1:1"
+        await _config_data(cluster, "m", "discover_hosts.sh", running)
+
+        gpu = manifest("MPIJob", name="g", mainContainer="mpi", slotsPerWorker=2)
+        launcher = replica_spec(gpu, "Launcher")["template"]["spec"]["containers"][0]
+        launcher["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+        await cluster.create_job(gpu)
+        await cluster.until_pods("g", 3, "Running")
+        await _config_data(cluster, "g", "kubexec.sh", KUBEXEC_MAIN)
+        # A GPU launcher's line ends in a newline of its own: an empty line follows (upstream).
+        gpu_hosts = "#!/bin/sh\necho g-launcher:2\n\necho g-worker-0:2\necho g-worker-1:2"
+        await _config_data(cluster, "g", "discover_hosts.sh", gpu_hosts)
+        hostfile = "g-launcher slots=2\ng-worker-0 slots=2\ng-worker-1 slots=2\n"
+        await _config_data(cluster, "g", "hostfile", hostfile)
+
+    run_cluster(server, body)
+
+
+def _with_account(name: str, account: str) -> Obj:
+    spec = manifest("MPIJob", name=name)
+    replica_spec(spec, "Launcher")["template"]["spec"]["serviceAccountName"] = account
+    return spec
+
+
+def test_mpi_launcher_account_named_in_the_template_is_created_when_missing(
+    server: RunningServer,
+) -> None:
+    """Upstream getOrCreateLauncherServiceAccount: the template's ``serviceAccountName`` is
+    created (labels ``app: <job>``, controlled by the job) and bound by the RoleBinding."""
+
+    async def body(cluster: Cluster) -> None:
+        job = await cluster.create_job(_with_account("sa", "trainer"))
+        pods = await cluster.until_pods("sa", 3)
+        assert pods["sa-launcher"]["spec"]["serviceAccountName"] == "trainer"
+        account = await eventually(
+            lambda: cluster.get(SERVICEACCOUNTS, "trainer"), what="ServiceAccount trainer"
+        )
+        assert account["metadata"]["labels"]["app"] == "sa"
+        [owner] = account["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["uid"], owner["controller"]) == (
+            "MPIJob",
+            job["metadata"]["uid"],
+            True,
+        )
+        binding = await cluster.get(ROLEBINDINGS, "sa-launcher")
+        assert binding is not None
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": "trainer", "namespace": cluster.namespace}
+        ]
+        assert await cluster.get(SERVICEACCOUNTS, "sa-launcher") is None
+
+    run_cluster(server, body)
+
+
+def test_mpi_launcher_account_that_exists_is_reused_as_it_is(server: RunningServer) -> None:
+    """Upstream reuses an existing account whoever made it (no ownership check, unlike the
+    ConfigMap, Role and RoleBinding): the job runs, the account is left untouched."""
+
+    async def body(cluster: Cluster) -> None:
+        await cluster.client.create(
+            SERVICEACCOUNTS,
+            {"metadata": {"name": "shared", "labels": {"team": "a"}}},
+            namespace=cluster.namespace,
+        )
+        await cluster.create_job(_with_account("reuse", "shared"))
+        pods = await cluster.until_pods("reuse", 3, "Running")
+        assert pods["reuse-launcher"]["spec"]["serviceAccountName"] == "shared"
+        await cluster.settle()
+        account = await cluster.get(SERVICEACCOUNTS, "shared")
+        assert account is not None
+        assert account["metadata"]["labels"] == {"team": "a"}
+        assert "ownerReferences" not in account["metadata"]
+        assert await cluster.events("ErrResourceExists") == []
+        binding = await cluster.get(ROLEBINDINGS, "reuse-launcher")
+        assert binding is not None
+        assert binding["subjects"][0]["name"] == "shared"
+        assert set(await cluster.pods("reuse")) == {
+            "reuse-launcher",
+            "reuse-worker-0",
+            "reuse-worker-1",
+        }
 
     run_cluster(server, body)
