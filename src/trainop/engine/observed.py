@@ -2,9 +2,11 @@
 
 ``Observed`` holds what a Kubernetes client returned for the job's own objects: pods, services,
 its PodGroup and the extra objects plugins ask for (HPA, ConfigMap, RBAC). ``pod_views`` projects
-pods onto ``PodView``: replica (type in spec-key casing, index), phase, whether it is terminating,
-the default container's exit code, the total container restart count and the problems its
-containers or conditions report (spec 4.8: what ``pod_events`` turns into Warning events).
+pods onto ``PodView``: replica (type in spec-key casing, index), phase, whether it is terminating
+(and when a terminating pod counts as lost), the default container's exit code, the total
+container restart count and the problems its containers or conditions report (spec 4.8: what
+``pod_events`` turns into Warning events). ``settle_lost`` turns terminating pods that outlived
+their grace period by ``LOST_AFTER`` into Failed ones (a pod on a lost node: docs/design/005).
 
 Invariants: input dicts are only read, never mutated; pods whose labels do not map to a replica
 of the job are ignored (as upstream ignores unparsable indexes).
@@ -13,7 +15,8 @@ of the job are ignored (as upstream ignores unparsable indexes).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from trainop.api.types import Job
@@ -21,6 +24,8 @@ from trainop.engine import naming
 from trainop.frameworks.base import Framework, PodOutcome, Replica
 
 Raw = Mapping[str, Any]
+# How long past its grace period a terminating pod may stay before it counts as Failed.
+LOST_AFTER = timedelta(seconds=60)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +57,7 @@ class PodView:
     exit_code: int | None
     restarts: int
     problems: tuple[PodProblem, ...] = ()
+    lost_at: datetime | None = None  # terminating: when it counts as Failed if still present
 
     @property
     def outcome(self) -> PodOutcome:
@@ -123,6 +129,49 @@ def _problems(pod: str, status: Raw) -> tuple[PodProblem, ...]:
     return (PodProblem(str(latest.get("reason") or ""), text),)
 
 
+def _lost_at(meta: Raw) -> datetime | None:
+    """``deletionTimestamp`` + ``deletionGracePeriodSeconds`` + ``LOST_AFTER``; None if unset."""
+    stamp = meta.get("deletionTimestamp")
+    if not stamp:
+        return None
+    try:
+        deleted = datetime.fromisoformat(str(stamp))
+    except ValueError:
+        return None
+    grace = timedelta(seconds=max(int(meta.get("deletionGracePeriodSeconds") or 0), 0))
+    return deleted + grace + LOST_AFTER
+
+
+def settle_lost(pods: tuple[PodView, ...], now: datetime) -> tuple[PodView, ...]:
+    """Terminating pods not yet finished whose ``lost_at`` has come count as Failed from now on.
+
+    Such a pod's kubelet has not confirmed its end long after the grace period: its node is
+    lost or its kubelet gone. Upstream counted every terminating Running pod as failed at
+    once; trainop waits for the grace period plus ``LOST_AFTER``, then does the same (exit
+    code unknown, so ``ExitCode`` treats it as retryable, as an evicted pod).
+    """
+    return tuple(
+        replace(pod, phase="Failed")
+        if pod.lost_at is not None
+        and pod.phase not in ("Succeeded", "Failed")
+        and now >= pod.lost_at
+        else pod
+        for pod in pods
+    )
+
+
+def next_lost(pods: tuple[PodView, ...], now: datetime) -> timedelta | None:
+    """Time until the next terminating, unfinished pod counts as lost; None if none will."""
+    waits = [
+        pod.lost_at - now
+        for pod in pods
+        if pod.lost_at is not None
+        and pod.phase not in ("Succeeded", "Failed")
+        and pod.lost_at > now
+    ]
+    return min(waits, default=None)
+
+
 def pod_views(observed: Observed, job: Job, framework: Framework) -> tuple[PodView, ...]:
     """Views of the observed pods that belong to a replica of ``job``, sorted by name."""
     views = []
@@ -131,15 +180,17 @@ def pod_views(observed: Observed, job: Job, framework: Framework) -> tuple[PodVi
         if replica is None:
             continue
         status, name = pod.get("status") or {}, name_of(pod)
+        meta = pod.get("metadata") or {}
         views.append(
             PodView(
                 name=name,
                 replica=replica,
                 phase=str(status.get("phase") or "Pending"),
-                terminating=bool((pod.get("metadata") or {}).get("deletionTimestamp")),
+                terminating=bool(meta.get("deletionTimestamp")),
                 exit_code=_exit_code(status, framework.info.default_container),
                 restarts=_restarts(status),
                 problems=_problems(name, status),
+                lost_at=_lost_at(meta),
             )
         )
     return tuple(sorted(views, key=lambda view: view.name))

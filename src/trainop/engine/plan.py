@@ -22,7 +22,7 @@ from trainop.engine import children, conditions, gang, pod_events, restarts, sta
 from trainop.engine.actions import Event, Plan
 from trainop.engine.completion import finish
 from trainop.engine.draft import Draft
-from trainop.engine.observed import Observed, pod_views
+from trainop.engine.observed import Observed, next_lost, pod_views, settle_lost
 from trainop.engine.suspension import resume_if_suspended, suspend
 from trainop.frameworks.base import Framework, FrameworkOptions
 from trainop.frameworks.topology import Topology
@@ -55,7 +55,8 @@ def plan(
         message = f"{framework.kind} failed validation because {'; '.join(problems)}"
         warning = Event("Warning", f"{framework.kind}FailedValidation", message)
         return Plan((), current, (warning,), skipped=True)
-    draft = Draft(job, framework, observed, pod_views(observed, job, framework), now, current)
+    views = settle_lost(pod_views(observed, job, framework), now)
+    draft = Draft(job, framework, observed, views, now, current)
     if not any(c.type == CREATED for c in draft.conditions):
         draft.set(CREATED, "Created", f"{framework.kind} {job.metadata.name} is created.")
     if conditions.is_finished(draft.conditions):
@@ -73,6 +74,7 @@ def _run(draft: Draft, topology: Topology, options: EngineOptions) -> None:
     if draft.status.start_time is None:
         draft.update_status(start_time=draft.now)
     draft.events += pod_events.abnormal(draft.pods)
+    draft.requeue(next_lost(draft.pods, draft.now))  # a terminating pod may count as lost then
     pending = restarts.pending(draft)
     if restarts.fail_by_policy(draft, pending):
         return
