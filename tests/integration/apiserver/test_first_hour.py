@@ -4,7 +4,9 @@ kinds, finalizers on deleting objects, graceful pod deletion, and the unserved e
 
 from __future__ import annotations
 
+import base64
 import json
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,7 +17,7 @@ import pytest
 from trainop.local.apiserver import LogRef
 
 from . import rawhttps
-from .conftest import RunningServer
+from .conftest import RunningServer, start_server
 
 
 class Client:
@@ -171,3 +173,167 @@ def test_log_since_seconds_and_since_time(client: Client, ns: str, api: RunningS
     code, body, _ = client.send("GET", log, query={"sinceSeconds": "0"})
     assert code == 422
     assert "sinceSeconds: Invalid value: 0: must be greater than 0" in body["message"]
+
+
+def _until(read: Any, timeout: float = 10) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = read()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)
+
+
+def test_auth_reviews_answer_that_the_local_user_may_do_everything(client: Client) -> None:
+    access = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"verb": "create", "resource": "pods", "namespace": "x"}},
+    }
+    reviews = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+    code, body, _ = client.send("POST", reviews, access)
+    assert code == 201
+    assert body["status"]["allowed"] is True
+    assert body["spec"] == access["spec"]
+    code, body, _ = client.send("POST", reviews, {**access, "spec": {}})
+    assert (code, body["reason"]) == (422, "Invalid")
+    assert client.send("GET", reviews)[0] == 405
+    rules = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview"}
+    code, body, _ = client.send(
+        "POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", rules
+    )
+    assert code == 201
+    assert body["status"]["resourceRules"][0]["verbs"] == ["*"]
+    whoami = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    code, body, _ = client.send("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", whoami)
+    assert code == 201
+    assert body["status"]["userInfo"]["username"] == "trainop-local"
+    code, body, _ = client.send("GET", "/apis/authorization.k8s.io/v1")
+    verbs = {r["name"]: r["verbs"] for r in body["resources"]}
+    assert verbs["selfsubjectaccessreviews"] == ["create"]
+
+
+def test_every_namespace_gets_a_default_service_account(client: Client, ns: str) -> None:
+    account = f"/api/v1/namespaces/{ns}/serviceaccounts/default"
+    assert _until(lambda: client.send("GET", account)[0] == 200)
+    assert client.send("DELETE", account)[0] == 200
+    assert _until(lambda: client.send("GET", account)[0] == 200)  # the controller recreates it
+
+
+def test_service_accounts_are_made_for_namespaces_stored_before_a_restart(
+    tmp_path: Any,
+) -> None:
+    from trainop.local import store
+
+    first = start_server(tmp_path)
+    running = next(first)
+    # a namespace stored while no controller ran (as an older trainop left it)
+    key = store.Key(resource="core/namespaces", namespace="", name="old")
+    running.run(running.server.serviceaccounts.stop())
+
+    async def put() -> None:
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "old"}}
+        await running.server.state.store.put(key, namespace)
+
+    running.run(put())
+    first.close()
+    second = start_server(tmp_path)
+    again = next(second)
+    try:
+        endpoint = Client(again)
+        assert _until(
+            lambda: endpoint.send("GET", "/api/v1/namespaces/old/serviceaccounts/default")[0] == 200
+        )
+    finally:
+        second.close()
+
+
+def test_secret_string_data_is_merged_into_data(client: Client, ns: str) -> None:
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "creds"},
+        "data": {"user": base64.b64encode(b"old").decode(), "keep": "a2VlcA=="},
+        "stringData": {"user": "alice", "pass": "s3cret"},
+    }
+    code, body, _ = client.send("POST", f"/api/v1/namespaces/{ns}/secrets", secret)
+    assert code == 201, body
+    assert "stringData" not in body
+    decoded = {k: base64.b64decode(v).decode() for k, v in body["data"].items()}
+    assert decoded == {"user": "alice", "pass": "s3cret", "keep": "keep"}
+    body["stringData"] = {"pass": "rotated"}
+    code, body, _ = client.send("PUT", f"/api/v1/namespaces/{ns}/secrets/creds", body)
+    assert code == 200, body
+    assert base64.b64decode(body["data"]["pass"]) == b"rotated"
+    assert "stringData" not in body
+
+
+def test_field_validation_of_builtin_kinds(client: Client, ns: str) -> None:
+    pods = f"/api/v1/namespaces/{ns}/pods"
+    bad = _pod("strict")
+    bad["spec"]["foo"] = 1
+    bad["spec"]["containers"][0]["imag"] = "x"
+    code, body, _ = client.send("POST", pods, bad, query={"fieldValidation": "Strict"})
+    assert (code, body["reason"]) == (400, "BadRequest")
+    assert body["message"] == (
+        'Pod in version "v1" cannot be handled as a Pod: strict decoding error: '
+        'unknown field "spec.containers[0].imag", unknown field "spec.foo"'
+    ) or body["message"] == (
+        'Pod in version "v1" cannot be handled as a Pod: strict decoding error: '
+        'unknown field "spec.foo", unknown field "spec.containers[0].imag"'
+    )
+    code, body, headers = client.send("POST", pods, bad, query={"fieldValidation": "Warn"})
+    assert code == 201
+    assert "foo" not in body["spec"]
+    assert sorted(headers["warning"]) == [
+        '299 - "unknown field \\"spec.containers[0].imag\\""',
+        '299 - "unknown field \\"spec.foo\\""',
+    ]
+    bad["metadata"]["name"] = "ignored"
+    code, body, headers = client.send("POST", pods, bad, query={"fieldValidation": "Ignore"})
+    assert code == 201
+    assert "warning" not in headers
+    code, _, headers = client.send(
+        "POST", pods, {**_pod("fine")}, query={"fieldValidation": "Strict"}
+    )
+    assert code == 201
+    assert "warning" not in headers
+
+
+def test_no_new_finalizer_on_an_object_being_deleted(client: Client, ns: str) -> None:
+    maps = f"/api/v1/namespaces/{ns}/configmaps"
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "held", "finalizers": ["example.com/a"]},
+    }
+    assert client.send("POST", maps, cm)[0] == 201
+    code, body, _ = client.send("DELETE", f"{maps}/held")
+    assert code == 200
+    assert body["metadata"]["deletionTimestamp"]
+    body["metadata"]["finalizers"] = ["example.com/a", "example.com/b"]
+    code, body2, _ = client.send("PUT", f"{maps}/held", body)
+    assert (code, body2["reason"]) == (422, "Invalid")
+    assert body2["message"] == (
+        'ConfigMap "held" is invalid: metadata.finalizers: Forbidden: no new finalizers can be '
+        'added if the object is being deleted, found new finalizers []string{"example.com/b"}'
+    )
+    body["metadata"]["finalizers"] = []
+    assert client.send("PUT", f"{maps}/held", body)[0] == 200
+    assert client.send("GET", f"{maps}/held")[0] == 404
+
+
+def test_pod_deletion_honours_the_grace_period(client: Client, ns: str) -> None:
+    pods = f"/api/v1/namespaces/{ns}/pods"
+    for name in ("slow", "quick"):
+        assert client.send("POST", pods, _pod(name, nodeName="local"))[0] == 201
+    code, body, _ = client.send("DELETE", f"{pods}/slow", query={"gracePeriodSeconds": "7"})
+    assert code == 200
+    assert body["metadata"]["deletionTimestamp"]
+    assert body["metadata"]["deletionGracePeriodSeconds"] == 7
+    assert client.send("GET", f"{pods}/slow")[0] == 200  # until its kubelet has stopped it
+    code, body, _ = client.send("DELETE", f"{pods}/slow", query={"gracePeriodSeconds": "0"})
+    assert code == 200
+    assert client.send("GET", f"{pods}/slow")[0] == 404  # grace 0: gone at once
+    assert client.send("DELETE", f"{pods}/quick", query={"gracePeriodSeconds": "0"})[0] == 200
+    assert client.send("GET", f"{pods}/quick")[0] == 404

@@ -4,6 +4,7 @@ Secret ``stringData``, strict validation of built-in kinds, ``get nodes``, and `
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from pathlib import Path
@@ -80,3 +81,105 @@ def test_logs_since(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
     assert kubectl.out("logs", "-n", ns, "quick-master-0", "--since=1h") == "1\n"
     since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
     assert kubectl.out("logs", "-n", ns, "quick-master-0", f"--since-time={since}") == ""
+
+
+def test_auth_can_i_and_whoami(kubectl: Kubectl) -> None:
+    assert kubectl.out("auth", "can-i", "create", "pytorchjobs").strip() == "yes"
+    assert kubectl.out("auth", "can-i", "delete", "pods", "-n", "kube-system").strip() == "yes"
+    listed = kubectl.out("auth", "can-i", "--list")
+    assert listed.splitlines()[0].split()[:2] == ["Resources", "Non-Resource"]
+    assert "*.*" in listed
+    whoami = kubectl.out("auth", "whoami")
+    assert "trainop-local" in whoami
+    assert "system:masters" in whoami
+
+
+def test_default_service_account(kubectl: Kubectl, ns: str) -> None:
+    deadline = time.monotonic() + 20
+    while True:
+        done = kubectl.run("get", "serviceaccount", "default", "-n", ns, check=False)
+        if done.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1].split()[0] == "default"
+
+
+def test_secret_string_data(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "creds"},
+        "stringData": {"token": "hunter2"},
+    }
+    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, json.dumps(secret), "s.json"))
+    data = kubectl.out("get", "secret", "creds", "-n", ns, "-o", "jsonpath={.data.token}")
+    assert base64.b64decode(data) == b"hunter2"
+    assert kubectl.out("get", "secret", "creds", "-n", ns, "-o", "jsonpath={.stringData}") == ""
+
+
+def test_strict_validation_of_a_builtin_kind(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "typo"},
+        "dataa": {"a": "1"},
+    }
+    path = _write(tmp_path, json.dumps(config), "cm.json")
+    done = kubectl.run("create", "-n", ns, "-f", path, check=False)
+    assert done.returncode == 1
+    assert 'strict decoding error: unknown field "dataa"' in done.stderr
+    warned = kubectl.run("create", "--validate=warn", "-n", ns, "-f", path)
+    assert 'Warning: unknown field "dataa"' in warned.stderr
+    assert "configmap/typo created" in warned.stdout
+
+
+STUBBORN = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+spec:
+  nodeName: trainop-local
+  terminationGracePeriodSeconds: 30
+  containers:
+    - name: main
+      image: python:3.11
+      command:
+        - python
+        - -c
+        - |
+          import signal, time
+          signal.signal(signal.SIGTERM, signal.SIG_IGN)
+          print("ready", flush=True)
+          time.sleep(300)
+"""
+
+
+def _started(kubectl: Kubectl, ns: str, name: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done = kubectl.run("logs", "-n", ns, name, check=False)
+        if "ready" in done.stdout:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{name} did not start")
+
+
+def test_pod_deletion_honours_the_grace_period(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    for name in ("slow", "forced"):
+        kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name=name), name))
+    for name in ("slow", "forced"):
+        _started(kubectl, ns, name)
+    began = time.monotonic()
+    kubectl.run("delete", "pod", "slow", "-n", ns, "--grace-period=3", "--wait=false")
+    stamp = kubectl.out(
+        "get", "pod", "slow", "-n", ns, "-o", "jsonpath={.metadata.deletionTimestamp}"
+    )
+    assert stamp  # shown while the kubelet stops it
+    kubectl.run("wait", "--for=delete", "pod/slow", "-n", ns, "--timeout=30s")
+    assert time.monotonic() - began >= 2.5  # SIGTERM was ignored: SIGKILL after the grace period
+    kubectl.run("delete", "pod", "forced", "-n", ns, "--grace-period=0", "--force")
+    gone = kubectl.run("get", "pod", "forced", "-n", ns, check=False)
+    assert gone.returncode == 1
+    assert "NotFound" in gone.stderr

@@ -14,7 +14,7 @@ from typing import Any
 
 from trainop.errors import FieldError
 
-from . import resources, status, validation
+from . import builtin_fields, resources, status, validation
 from .call import ApiState, Call
 
 
@@ -73,6 +73,9 @@ def admit(state: ApiState, call: Call, obj: dict[str, Any]) -> list[str]:
             warnings = _unknown_fields(call, pruned)
             errors += schema.validator.errors(obj)
     elif rt.definition is not None:
+        if rt.kind == "Secret" and not rt.group:
+            builtin_fields.merge_string_data(obj)
+        warnings = _unknown_fields(call, builtin_fields.unknown(rt.definition, obj))
         errors += validation.builtin_validator(rt.definition).errors(obj)
     if errors:
         name = str(obj.get("metadata", {}).get("name") or "")
@@ -86,5 +89,9 @@ def _unknown_fields(call: Call, pruned: list[str]) -> list[str]:
     mode = call.query.get("fieldValidation", "Warn")
     messages = [f'unknown field "{p}"' for p in pruned]
     if mode == "Strict":
-        raise status.bad_request("strict decoding error: " + ", ".join(messages))
+        kind, version = call.rt.kind, call.rt.api_version
+        raise status.bad_request(
+            f'{kind} in version "{version}" cannot be handled as a {kind}: '
+            "strict decoding error: " + ", ".join(messages)
+        )
     return [] if mode == "Ignore" else messages

@@ -23,6 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
+from trainop.errors import FieldError
 from trainop.local import store
 
 from . import crds, objects, reads, selectors, status
@@ -170,6 +171,23 @@ def _graceful_pod(key: store.Key, obj: dict[str, Any], grace: int | None) -> int
     if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
         return 0
     return grace if grace is not None else int(spec.get("terminationGracePeriodSeconds", 30))
+
+
+def check_new_finalizers(call: Call, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """422 when an update adds a finalizer to an object that is being deleted."""
+    if not old["metadata"].get("deletionTimestamp"):
+        return
+    before = set(old["metadata"].get("finalizers") or [])
+    added = [f for f in new["metadata"].get("finalizers") or [] if f not in before]
+    if not added:
+        return
+    quoted = ", ".join(json.dumps(f) for f in added)
+    detail = (
+        "no new finalizers can be added if the object is being deleted, found new finalizers "
+        f"[]string{{{quoted}}}"
+    )
+    error = FieldError(path="metadata.finalizers", type="Forbidden", detail=detail)
+    raise status.invalid(call.rt, call.name or "", [error])
 
 
 async def store_or_finish(

@@ -78,7 +78,7 @@ def _entries(rt: resources.ResourceType) -> list[dict[str, Any]]:
         "singularName": rt.singular,
         "namespaced": rt.namespaced,
         "kind": rt.kind,
-        "verbs": list(resources.ALL_VERBS),
+        "verbs": list(rt.verbs),
     }
     if rt.short_names:
         main["shortNames"] = list(rt.short_names)

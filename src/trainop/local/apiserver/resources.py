@@ -40,6 +40,7 @@ class ResourceType:
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     scale_paths: tuple[str, str, str] | None = None  # spec, status, selector JSON paths
     categories: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ALL_VERBS  # ("create",): a review answered, never stored
 
     @property
     def api_version(self) -> str:
@@ -162,6 +163,23 @@ BUILTIN: tuple[ResourceType, ...] = (
             definition=f"io.k8s.api.rbac.v1.{kind}",
         )
         for kind in ("Role", "RoleBinding")  # stored only: local mode enforces no RBAC
+    ),
+    *(
+        ResourceType(
+            group=group,
+            version="v1",
+            plural=f"{kind.lower()}s",
+            singular=kind.lower(),
+            kind=kind,
+            namespaced=False,
+            definition=f"io.k8s.api.{group.split('.')[0]}.v1.{kind}",
+            verbs=("create",),
+        )
+        for group, kind in (
+            ("authorization.k8s.io", "SelfSubjectAccessReview"),
+            ("authorization.k8s.io", "SelfSubjectRulesReview"),
+            ("authentication.k8s.io", "SelfSubjectReview"),
+        )
     ),
     ResourceType(
         group="apiextensions.k8s.io",

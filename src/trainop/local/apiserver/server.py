@@ -40,7 +40,9 @@ from . import (
     openapi,
     reads,
     resources,
+    reviews,
     routing,
+    serviceaccounts,
     status,
     tls,
     watch,
@@ -87,6 +89,7 @@ class ApiServer:
         self._pager = reads.Pager()
         self._openapi = openapi.OpenApi(self.state)
         self._gc = gc.GarbageCollector(self.state)
+        self.serviceaccounts = serviceaccounts.DefaultServiceAccounts(self.state)
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -106,6 +109,7 @@ class ApiServer:
         self.state.store.start()
         crds.install_stored(self.state)
         self._gc.start()
+        self.serviceaccounts.start()
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         self._runner = web.AppRunner(
@@ -138,6 +142,7 @@ class ApiServer:
             await self._runner.cleanup()
             self._runner = None
         await self._gc.stop()
+        await self.serviceaccounts.stop()
         await self.state.store.close()
 
     # ---- dispatch ------------------------------------------------------------------------
@@ -220,6 +225,8 @@ class ApiServer:
     def _handler(
         self, method: str, call: Call
     ) -> Callable[[ApiState, Call], Awaitable[web.StreamResponse]]:
+        if call.rt.verbs == ("create",):
+            return reviews.create
         if call.name is None:
             collection = {
                 "GET": self._list_or_watch,

@@ -146,6 +146,7 @@ async def _write(
         )
     old = json.loads(current.raw)
     new = objects.prepare_update(call.rt, old, obj, subresource=call.subresource)
+    deletion.check_new_finalizers(call, old, new)
     warnings = admission.admit(state, call, new)
     new["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
     if new == old:
