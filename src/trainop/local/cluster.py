@@ -165,8 +165,11 @@ async def _install_crd(client: Client, crd: dict[str, Any]) -> None:
         await client.replace(CRDS, crd)
 
 
-def process_cluster(config: ClusterConfig, *, working_dir: Path | None = None) -> LocalCluster:
-    """A local cluster whose pods run as processes (``trainop run``, ``trainop local up``)."""
+def process_cluster(
+    config: ClusterConfig, *, working_dir: Path | None = None, clock: Clock | None = None
+) -> LocalCluster:
+    """A local cluster whose pods run as processes (``trainop run``, ``trainop local up``);
+    ``clock`` (tests) times the controller and the kubelet's back-offs."""
     root = config.state_dir / "pods"
     logs = LogFiles(root)
     engine = config.manager.engine
@@ -179,7 +182,7 @@ def process_cluster(config: ClusterConfig, *, working_dir: Path | None = None) -
         settings = KubeletConfig(root=root, working_dir=working_dir)
         return ProcessKubelet(client=client, config=settings, clock=clock, logs=logs)
 
-    return LocalCluster(config, kubelet=kubelet, log_source=logs)
+    return LocalCluster(config, kubelet=kubelet, log_source=logs, clock=clock)
 
 
 # Every pod of a process cluster is on this host: Open MPI's daemons and ranks talk over

@@ -144,7 +144,11 @@ class _Followers:
             *status.get("initContainerStatuses", []),
             *status.get("containerStatuses", []),
         ]:
-            for state in (container.get("state") or {}).values():
+            states = [  # a start failure is lastState while its container backs off
+                *(container.get("state") or {}).values(),
+                *(container.get("lastState") or {}).values(),
+            ]
+            for state in states:
                 if isinstance(state, dict) and state.get("reason") in FATAL_REASONS:
                     replica = self._label(pod, container["name"])
                     message = f"{replica}: {state.get('message') or state['reason']}"

@@ -93,15 +93,42 @@ def test_a_container_without_command_fails_with_a_clear_reason(site: Site) -> No
     run_local(site.server, site.logs, site.root, body)
 
 
-def test_a_missing_executable_fails_with_the_os_error(site: Site) -> None:
+def test_a_missing_executable_fails_with_the_os_error_under_never(site: Site) -> None:
     async def body(env: Local) -> None:
         container = {"name": "main", "image": "x", "command": ["/no/such/binary", "--flag"]}
-        await env.create(pod("noexe", container, restart_policy="OnFailure"))
+        await env.create(pod("noexe", container, restart_policy="Never"))
         status = (await env.phase("noexe", "Failed", "Succeeded"))["status"]
         assert status["reason"] == "StartError"
         found = terminated(status)
-        assert found["reason"] == "StartError"
+        assert (found["reason"], found["exitCode"]) == ("StartError", 128)
         assert '"/no/such/binary": No such file or directory' in found["message"]
+        assert status["containerStatuses"][0]["restartCount"] == 0
+
+    run_local(site.server, site.logs, site.root, body)
+
+
+def test_a_missing_executable_backs_off_in_place_under_on_failure(site: Site) -> None:
+    """Kubelet restarts a container whose start fails: CrashLoopBackOff, not a failed pod."""
+
+    def looping(p: dict[str, Any]) -> bool:
+        entries = (p.get("status") or {}).get("containerStatuses") or []
+        return bool(entries) and entries[0].get("restartCount", 0) >= 2
+
+    async def body(env: Local) -> None:
+        container = {"name": "main", "image": "x", "command": ["/no/such/binary"]}
+        await env.create(pod("noexe", container, restart_policy="OnFailure"))
+        found = await env.wait("noexe", looping)
+        status = found["status"]
+        assert status["phase"] == "Pending"
+        entry = status["containerStatuses"][0]
+        waiting = entry["state"].get("waiting") or {}
+        if waiting:  # else between a failed start and its back-off
+            assert waiting["reason"] == "CrashLoopBackOff"
+        last = entry["lastState"]["terminated"]
+        assert (last["reason"], last["exitCode"]) == ("StartError", 128)
+        assert '"/no/such/binary": No such file or directory' in last["message"]
+        await env.client.delete(PODS, name="noexe", namespace=env.namespace)
+        await env.gone("noexe")
 
     run_local(site.server, site.logs, site.root, body)
 

@@ -36,6 +36,7 @@ from trainop.kube.informer import Handlers, Informer, key_of
 from trainop.kube.resources import PODS
 from trainop.local.kubelet import execserver, gpus, podrun
 from trainop.local.kubelet.environment import Node
+from trainop.local.kubelet.events import PodEvents
 from trainop.local.kubelet.logfiles import LogFiles
 from trainop.local.kubelet.podrun import Backoff, PodRun, Settings
 from trainop.local.kubelet.podstate import HOST_IP
@@ -99,6 +100,7 @@ class ProcessKubelet:
         self.writer = StatusWriter(
             client, self._clock, is_wanted=self._is_wanted, max_concurrent=max_concurrent_writes
         )
+        self.events = PodEvents(client, self._clock, node=config.node_name)
         self._settings: Settings | None = None
         self._reaper: Reaper | None = None
         self._pool = gpus.GpuPool(())
@@ -141,6 +143,7 @@ class ProcessKubelet:
         """Return once every status write queued so far has been sent."""
         await asyncio.sleep(0)  # let this turn's dirty pods be flushed
         await self.writer.drained()
+        await self.events.drained()
 
     async def _shutdown(self) -> None:
         runs = list(self._runs.values())
@@ -150,6 +153,7 @@ class ProcessKubelet:
         for task in list(self._tasks):
             task.cancel()
         self.writer.cancel()
+        self.events.cancel()
         if self._exec is not None:
             await self._exec.close()
         if self._reaper is not None:
@@ -192,6 +196,8 @@ class ProcessKubelet:
             pool=self._pool,
             now=self._now,
             on_change=self._changed,
+            clock=self._clock,
+            events=self.events,
         )
         self._runs[key], self._uids[key] = run, run.state.uid
         run.start()
@@ -222,6 +228,7 @@ class ProcessKubelet:
             return
         del self._uids[key]
         self._written.pop(key, None)
+        self.events.forget(uid)
         run = self._runs.pop(key, None)
         if run is not None:
             self._spawn(self._discard(run, podrun.grace_of(pod)))

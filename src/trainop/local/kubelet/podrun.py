@@ -3,34 +3,42 @@
 ``PodRun.run`` (one task per pod) does, in order:
 
 1. refuse a pod it can never run: names or paths that break Kubernetes' rules (the sandbox
-   boundary, ``sandbox.invalid``) fail it at once with ``CreateContainerConfigError``; a
-   container without ``command`` (images are not pulled) with ``ContainerCannotRun``; more
+   boundary, ``sandbox.invalid``) fail it at once with ``CreateContainerConfigError``; more
    GPUs than the machine has with ``UnexpectedAdmissionError``;
-2. configure: fetch the ConfigMaps and Secrets the pod reads, build the sandbox and volumes,
+2. recover what an earlier kubelet left of the pod (``recovery``: a container that ended is
+   not run again unless its policy says so; one whose process was lost is
+   ``ContainerStatusUnknown``, 137, and counted as a restart);
+3. configure: fetch the ConfigMaps and Secrets the pod reads, build the sandbox and volumes,
    resolve every container's env, argv and working directory. A ``ConfigError`` shows the
    container(s) ``waiting: CreateContainerConfigError`` with kubelet's message and is retried
    every ``config_retry`` seconds; after ``config_timeout`` the pod fails with that reason
    (Kubernetes would wait forever; a local run must end);
-3. init containers one after the other; then every container at once. Each container's
+4. init containers one after the other; then every container at once. Each container's
    loop starts the process, pumps its output to the log, waits for it, kills what is left of
-   its process group, and restarts it per ``restartPolicy`` after a back-off
+   its process group, and restarts it **in place** per ``restartPolicy`` after a back-off
    (``CrashLoopBackOff``; 10 s doubling to 300 s by default, reset after 10 minutes of
-   running), incrementing ``restartCount``. A process that cannot be executed ends
-   ``terminated`` (128, ``StartError``, the OS error) and fails the pod: retrying cannot help;
-4. phase: ``Pending`` until a container runs, ``Running``, then ``Succeeded`` when every
-   container is done with exit code 0, else ``Failed``.
+   running, timed by the injected clock), incrementing ``restartCount``. A process that
+   cannot be started (no ``command``: ``ContainerCannotRun``; not executable:
+   ``StartError``) ends ``terminated`` 128 with the reason and is treated like any exit: it
+   backs off and retries under ``OnFailure``/``Always`` and fails the pod under ``Never``;
+5. phase: ``Pending`` until a container runs, ``Running``, then ``Succeeded`` when every
+   container is done with exit code 0, else ``Failed`` (``reason``/``message`` name a
+   container that could not start or was lost).
 
-``stop(grace)`` (deletion, kubelet shutdown): no more starts or restarts; SIGTERM to every
-container's process group, SIGKILL to the groups still alive after ``grace`` seconds.
+Every start and exit is recorded in the sandbox before the status is sent (``recovery``), and
+kubelet's Events (``Created``, ``Started``, ``Failed``, ``BackOff``, ``Killing``) go to
+``events``. ``stop(grace)`` (deletion, kubelet shutdown): no more starts or restarts; SIGTERM
+to every container's process group, SIGKILL to the groups still alive after ``grace`` seconds.
 Every change calls ``on_change``; the kubelet writes the status once per loop turn.
 Neighbours: ``kubelet`` (owns the runs), ``sandbox``, ``environment``, ``processes``,
-``logfiles``, ``gpus``, ``podstate``.
+``logfiles``, ``gpus``, ``podstate``, ``recovery``, ``events``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 import time
 from collections.abc import Callable, Mapping
@@ -39,14 +47,18 @@ from pathlib import Path
 from typing import Any
 
 from trainop import errors
+from trainop.controller.clock import Clock, LoopClock
 from trainop.kube.client import Client
 from trainop.kube.resources import CONFIGMAPS, SECRETS
-from trainop.local.kubelet import environment, gpus, processes, sandbox
+from trainop.local.kubelet import environment, gpus, processes, recovery, sandbox
 from trainop.local.kubelet.environment import ConfigError, Node, Sources
+from trainop.local.kubelet.events import PodEvents, PodRef
 from trainop.local.kubelet.logfiles import LogFiles, pump
 from trainop.local.kubelet.podstate import ContainerState, PodState
 from trainop.local.kubelet.reaper import Reaper
 from trainop.local.podstatus.render import Termination
+
+log = logging.getLogger(__name__)
 
 Raw = dict[str, Any]
 CANNOT_RUN_EXIT_CODE = 128  # what container runtimes report for a container never started
@@ -113,6 +125,8 @@ class PodRun:
         pool: gpus.GpuPool,
         now: Callable[[], str],
         on_change: Callable[[PodRun], None],
+        clock: Clock | None = None,
+        events: PodEvents | None = None,
     ) -> None:
         self.pod = pod
         self.state = initial_state(pod, now())
@@ -121,6 +135,11 @@ class PodRun:
         )
         self._settings, self._client, self._logs = settings, client, logs
         self._reaper, self._pool, self._now, self._on_change = reaper, pool, now, on_change
+        self._clock = clock or LoopClock()
+        self._events = events
+        self._ref = PodRef(self.state.namespace, self.state.name, self.state.uid)
+        self._init_names = {c.name for c in self.state.init_containers}
+        self.lost: list[str] = []  # containers whose process an earlier kubelet lost
         self._launches: dict[str, Launch] = {}
         self._processes: dict[str, asyncio.subprocess.Process] = {}
         self._stopping = asyncio.Event()
@@ -142,13 +161,34 @@ class PodRun:
         self._changed()
         try:
             _refuse_unrunnable(self.pod, self._pool)
+            self._recover()
             if await self._configure() and await self._run_init_containers():
                 await self._run_containers()
         except CannotRun as exc:
             await self._fail(exc)
         if self.stopping and not self.state.is_terminal:
             self.state.phase = "Failed"  # stopped before its containers could finish
+        if self.state.phase == "Failed" and not self.state.reason:
+            self._explain_failure()
         self._changed()
+
+    def _recover(self) -> None:
+        """Take over what an earlier kubelet left of this pod (``recovery``)."""
+        status = self.pod.get("status") or {}
+        reported = {
+            str(s.get("name")): s
+            for s in [
+                *(status.get("initContainerStatuses") or []),
+                *(status.get("containerStatuses") or []),
+            ]
+        }
+        now = self._now()
+        for container in self.state.all_containers():
+            record = recovery.read(self.sandbox.record(container.name))
+            if recovery.recover(container, reported.get(container.name), record, now):
+                self.lost.append(container.name)
+        if any(c.current is not None for c in self.state.containers):
+            self.state.initialized_at = now  # its containers ran: the init containers are done
 
     async def stop(self, grace: float) -> None:
         """Stop everything: SIGTERM now, SIGKILL after ``grace``; return when all is done."""
@@ -158,7 +198,8 @@ class PodRun:
 
     async def _halt(self, grace: float) -> None:
         self._stopping.set()
-        for process in list(self._processes.values()):
+        for name, process in list(self._processes.items()):
+            self._event(name, "Normal", "Killing", f"Stopping container {name}")
             processes.signal_group(process.pid, signal.SIGTERM)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._idle.wait(), timeout=max(grace, 0.0))
@@ -235,7 +276,7 @@ class PodRun:
         visible = {**extra, **own}
         sandbox.mount(self.sandbox, container, volumes)
         return Launch(
-            argv=environment.argv(container, visible),
+            argv=environment.argv(container, visible) if container.get("command") else [],
             env={**self._settings.base_env, **visible},
             cwd=sandbox.working_dir(self.sandbox, container, self._settings.working_dir),
             gpus=gpus.wanted(container),
@@ -244,6 +285,8 @@ class PodRun:
     # --- running ---------------------------------------------------------------------------
 
     async def _run_init_containers(self) -> bool:
+        if self.state.initialized_at:  # recovered: its containers ran already
+            return True
         for container in self.state.init_containers:
             if not await self._run_container(container, init=True):
                 if not self.state.is_terminal:
@@ -264,6 +307,12 @@ class PodRun:
 
     async def _run_container(self, container: ContainerState, *, init: bool) -> bool:
         """Run until done for good; True when it ended with exit code 0."""
+        if container.current is not None:  # recovered from an earlier kubelet
+            code = container.current.exit_code
+            if not _restarts(self.pod, code, init=init):
+                return code == 0
+            if container.current.reason == recovery.LOST_REASON:
+                container.last, container.current = container.current, None  # counted already
         launch = self._launches[container.name]
         devices = await self._take_gpus(container, launch.gpus)
         if devices is None:
@@ -272,34 +321,43 @@ class PodRun:
         try:
             failures = 0
             while not self.stopping:
-                code, ran_for = await self._run_once(container, launch, env)
+                code, ran_for = await self._run_once(container, launch, env, init=init)
                 if self.stopping or not _restarts(self.pod, code, init=init):
                     return code == 0
                 failures = 1 if ran_for > self._settings.backoff.reset_after else failures + 1
                 delay = self._settings.backoff.delay(failures)
                 container.wait("CrashLoopBackOff", _backoff_message(self, container, delay))
+                self._event(
+                    container.name,
+                    "Warning",
+                    "BackOff",
+                    f"Back-off restarting failed container {container.name} in pod {_pod_id(self)}",
+                )
                 self._changed()
-                if await self._stopped_within(delay):
+                if await self._backed_off(delay):
                     return False
             return False
         finally:
             self._pool.give_back(devices)
 
     async def _run_once(
-        self, container: ContainerState, launch: Launch, env: dict[str, str]
+        self, container: ContainerState, launch: Launch, env: dict[str, str], *, init: bool
     ) -> tuple[int, float]:
-        oom_before, began = processes.oom_kills(), time.monotonic()
+        oom_before, began = processes.oom_kills(), self._clock.now()
         try:
+            if not launch.argv:
+                raise _NoCommandError(NO_COMMAND)
             process = await processes.start(launch.argv, env=env, cwd=launch.cwd)
-        except OSError as exc:
-            message = processes.describe_start_error(launch.argv, exc)
-            container.end(self._never_ran("StartError", message))
-            raise CannotRun("StartError", f"container {container.name}: {message}") from exc
+        except (OSError, _NoCommandError) as exc:
+            return self._start_failed(container, launch, exc), 0.0
         self._reaper.watch(process.pid)
         self._processes[container.name] = process
         self._idle.clear()
         container.run(self._now(), process.pid)
-        if self.state.phase == "Pending" and container in self.state.containers:
+        self._record(container, None)
+        self._event(container.name, "Normal", "Created", f"Created container {container.name}")
+        self._event(container.name, "Normal", "Started", f"Started container {container.name}")
+        if self.state.phase == "Pending" and not init:
             self.state.phase = "Running"
         self._changed()
         if self.stopping:  # stop() came while the process was starting
@@ -309,9 +367,52 @@ class PodRun:
         reason = processes.reason(
             returncode, killed_by_kubelet=self.stopping, oom_before=oom_before
         )
-        container.end(Termination(code, reason, container.running_since, self._now()))
+        ended = Termination(code, reason, container.running_since, self._now())
+        container.end(ended)
+        self._record(container, ended)
         self._changed()
-        return code, time.monotonic() - began
+        return code, (self._clock.now() - began).total_seconds()
+
+    def _start_failed(
+        self, container: ContainerState, launch: Launch, exc: OSError | _NoCommandError
+    ) -> int:
+        """A process that could not be started: ``terminated`` 128 with the reason, as a
+        container runtime reports a container whose start failed; the policy then decides."""
+        if isinstance(exc, _NoCommandError):
+            reason, message = "ContainerCannotRun", str(exc)
+        else:
+            reason, message = "StartError", processes.describe_start_error(launch.argv, exc)
+        ended = self._never_ran(reason, message)
+        container.start_failed(ended)
+        self._record(container, ended)
+        self._event(container.name, "Warning", "Failed", f"Error: {message}")
+        self._changed()
+        return CANNOT_RUN_EXIT_CODE
+
+    def _record(self, container: ContainerState, ended: Termination | None) -> None:
+        """Write the run's start or end to the sandbox (what a restarted kubelet reads)."""
+        path = self.sandbox.record(container.name)
+        try:
+            if ended is None:
+                recovery.write_started(path, container.restart_count, container.running_since)
+            else:
+                recovery.write_ended(path, container.restart_count, ended)
+        except OSError as exc:  # a full disk must not stop the pod
+            log.warning("cannot record container %s of %s: %s", container.name, self._ref, exc)
+
+    def _event(self, container: str, type_: str, reason: str, message: str) -> None:
+        if self._events is not None:
+            init = container in self._init_names
+            self._events.record(self._ref, container, type_, reason, message, init=init)
+
+    def _explain_failure(self) -> None:
+        """The pod failed: name the first container that could not start or was lost."""
+        for container in self.state.all_containers():
+            ended = container.current
+            if ended is not None and ended.reason in _EXPLAINED:
+                message = f"container {container.name}: {ended.message or ended.reason}"
+                self.state.reason, self.state.message = ended.reason, message
+                return
 
     async def _wait(self, container: ContainerState, process: asyncio.subprocess.Process) -> int:
         path = self.sandbox.logs(container.name) / f"{container.restart_count}.log"
@@ -370,6 +471,17 @@ class PodRun:
             await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
         return self.stopping
 
+    async def _backed_off(self, seconds: float) -> bool:
+        """Wait ``seconds`` of the injected clock; True when the pod was stopped meanwhile."""
+        slept = asyncio.ensure_future(self._clock.sleep(seconds))
+        stopped = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait([slept, stopped], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            slept.cancel()
+            stopped.cancel()
+        return self.stopping
+
     def _changed(self) -> None:
         self._on_change(self)
 
@@ -413,12 +525,6 @@ def _refuse_unrunnable(pod: Raw, pool: gpus.GpuPool) -> None:
         names = tuple(str(c.get("name")) for c in _containers(pod))
         raise CannotRun("CreateContainerConfigError", problems, names)
     for container in _containers(pod):
-        if not container.get("command"):
-            raise CannotRun(
-                "ContainerCannotRun",
-                f"container {container['name']}: {NO_COMMAND}",
-                (container["name"],),
-            )
         wanted = gpus.wanted(container)
         if pool.devices and wanted > len(pool.devices):
             raise CannotRun(
@@ -441,11 +547,19 @@ def _restarts(pod: Raw, code: int, *, init: bool) -> bool:
 
 
 def _backoff_message(run: PodRun, container: ContainerState, delay: float) -> str:
+    return f"back-off {delay:g}s restarting failed container={container.name} pod={_pod_id(run)}"
+
+
+def _pod_id(run: PodRun) -> str:
     state = run.state
-    return (
-        f"back-off {delay:g}s restarting failed container={container.name} "
-        f"pod={state.name}_{state.namespace}({state.uid})"
-    )
+    return f"{state.name}_{state.namespace}({state.uid})"
+
+
+class _NoCommandError(Exception):
+    """A container without ``command``: images are not pulled, so nothing can run."""
+
+
+_EXPLAINED = ("ContainerCannotRun", "StartError", recovery.LOST_REASON)
 
 
 def _maybe(convert: Callable[[Raw], dict[str, str]], obj: Raw | None) -> dict[str, str] | None:

@@ -48,6 +48,13 @@ class ContainerState:
             self.restart_count += 1
         self.running_since, self.pid, self.waiting_reason = now, pid, ""
 
+    def start_failed(self, ended: Termination) -> None:
+        """A start of this container failed (it counts as a run: a retry is a restart)."""
+        if self.current is not None:
+            self.last = self.current
+            self.restart_count += 1
+        self.end(ended)
+
     def end(self, ended: Termination) -> None:
         """The process ended (or could never start)."""
         self.current, self.running_since, self.pid, self.waiting_reason = ended, "", 0, ""

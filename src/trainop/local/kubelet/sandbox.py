@@ -90,6 +90,10 @@ class Sandbox:
     def logs(self, container: str) -> Path:
         return self.path / "logs" / _part(container, "container")
 
+    def record(self, container: str) -> Path:
+        """Where the container's last start and exit are recorded (``recovery``)."""
+        return self.path / "runs" / f"{_part(container, 'container')}.json"
+
     def mapped(self, container: str, path: str) -> Path:
         """Where the manifest's absolute ``path`` lies for ``container`` (``/..`` is ``/``)."""
         return self.fs(container) / container_path(path).lstrip("/")

@@ -1,0 +1,151 @@
+"""Kubelet restart semantics under a local cluster (issue 15 item 1), on a fake clock.
+
+A replica whose container can never start (no command: images are not pulled) under
+``OnFailure`` is restarted in place by the process kubelet with ``CrashLoopBackOff``: its
+``restartCount`` grows at the back-off rate (10 s, 20 s, 40 s …), the pod stays ``Pending``,
+the job does not fail, and the controller never recreates the pod (before: one pod after
+another at 60 to 100 pods per second).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from trainop.api.kinds import kind_info
+from trainop.controller.clock import FakeClock
+from trainop.kube.client import Client, Obj
+from trainop.kube.resources import EVENTS, PODS, job_resource
+from trainop.local.cluster import ClusterConfig, process_cluster
+
+PYTORCH = job_resource(kind_info("PyTorchJob"))
+POD = "nocmd-master-0"
+
+
+def command_less_job() -> Obj:
+    container = {"name": "pytorch", "image": "python:3.11"}  # no command
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "nocmd"},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {
+                    "replicas": 1,
+                    "restartPolicy": "OnFailure",
+                    "template": {"spec": {"containers": [container]}},
+                }
+            }
+        },
+    }
+
+
+async def until(client: Client, predicate: Callable[[Obj], bool], *, timeout: float = 20.0) -> Obj:
+    """Poll the pod until ``predicate`` holds (real-time deadline)."""
+    found: Obj = {}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            found = await client.get(PODS, name=POD, namespace="default")
+        except Exception:  # not created yet
+            found = {}
+        if found and predicate(found):
+            return found
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"pod {POD} never matched; last status: {found.get('status')}")
+
+
+def entry(pod: Obj) -> dict[str, Any]:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
+    return dict(statuses[0])
+
+
+def backing_off(count: int, delay: str) -> Callable[[Obj], bool]:
+    def check(pod: Obj) -> bool:
+        found = entry(pod)
+        waiting = (found.get("state") or {}).get("waiting") or {}
+        return (
+            found.get("restartCount") == count
+            and waiting.get("reason") == "CrashLoopBackOff"
+            and waiting.get("message", "").startswith(f"back-off {delay} ")
+        )
+
+    return check
+
+
+def test_a_command_less_on_failure_pod_crash_loops_in_place(tmp_path: Path) -> None:
+    clock = FakeClock()
+
+    async def main() -> None:
+        async with process_cluster(ClusterConfig(state_dir=tmp_path), clock=clock) as cluster:
+            client = cluster.client
+            created: set[str] = set()
+
+            async def count_pods() -> None:
+                async for event in client.watch(PODS, namespace="default"):
+                    if event.type == "ADDED":
+                        created.add(event.obj["metadata"]["uid"])
+
+            watcher = asyncio.create_task(count_pods())
+            try:
+                await client.create(PYTORCH, command_less_job(), namespace="default")
+                pod = await until(client, backing_off(0, "10s"))
+                uid = pod["metadata"]["uid"]
+                message = entry(pod)["state"]["waiting"]["message"]
+                assert message == (
+                    f"back-off 10s restarting failed container=pytorch pod={POD}_default({uid})"
+                )
+                last = entry(pod)["lastState"]["terminated"]
+                assert (last["reason"], last["exitCode"]) == ("ContainerCannotRun", 128)
+                assert "a container needs an explicit command" in last["message"]
+                assert pod["status"]["phase"] == "Pending"
+
+                clock.advance(9.5)  # not yet: the back-off is 10 s
+                await asyncio.sleep(0.3)
+                assert entry(await until(client, lambda _: True))["restartCount"] == 0
+                clock.advance(0.5)
+                await until(client, backing_off(1, "20s"))
+                clock.advance(19.0)
+                await asyncio.sleep(0.3)
+                assert entry(await until(client, lambda _: True))["restartCount"] == 1
+                clock.advance(1.0)
+                await until(client, backing_off(2, "40s"))
+                clock.advance(40.0)
+                await until(client, backing_off(3, "80s"))
+                for expected in (4, 5, 6):  # 80 s, 160 s, then the 300 s ceiling
+                    clock.advance(300.0)
+                    await until(client, lambda p, n=expected: entry(p).get("restartCount") == n)
+                pod = await until(client, backing_off(6, "300s"))
+                assert pod["metadata"]["uid"] == uid
+                assert pod["status"]["phase"] == "Pending"
+
+                job = await client.get(PYTORCH, name="nocmd", namespace="default")
+                types = {c["type"] for c in (job.get("status") or {}).get("conditions") or []}
+                assert "Failed" not in types, job.get("status")
+                assert created == {uid}, "the controller recreated the pod"
+
+                events = await client.list(EVENTS, namespace="default")
+                mine = [
+                    e
+                    for e in events.items
+                    if e["involvedObject"].get("uid") == uid
+                    and e["source"].get("component") == "kubelet"
+                ]
+                by_reason = {e["reason"]: e for e in mine}
+                assert by_reason["BackOff"]["type"] == "Warning"
+                assert by_reason["BackOff"]["count"] >= 6  # aggregated, not one per restart
+                assert by_reason["BackOff"]["message"] == (
+                    f"Back-off restarting failed container pytorch in pod {POD}_default({uid})"
+                )
+                assert by_reason["Failed"]["involvedObject"]["fieldPath"] == (
+                    "spec.containers{pytorch}"
+                )
+                assert len(mine) <= 4, [(e["reason"], e["message"]) for e in mine]
+            finally:
+                watcher.cancel()
+                await asyncio.gather(watcher, return_exceptions=True)
+
+    asyncio.run(main())
