@@ -9,6 +9,8 @@ chained with ``raise ... from exc`` so the cause is never lost::
     ├── InvalidJobError        a job failed parsing, defaulting or validation; carries FieldErrors
     ├── UnknownKindError       a kind that is not one of the seven kubeflow.org/v1 job kinds
     ├── TerminalError          a reconcile failed in a way no retry can fix (not requeued)
+    ├── local.ports.PortsExhaustedError
+    │                          the local port range cannot address a job now (it waits)
     ├── sdk.errors.SdkError    the SDK's own: InvalidArgumentError (ValueError), JobFailedError
     │                          (RuntimeError), WaitTimeoutError (TimeoutError)
     └── ApiError               a Kubernetes API call failed (mapped once, in ``kube/``)

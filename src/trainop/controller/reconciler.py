@@ -22,12 +22,12 @@ from datetime import timedelta
 from trainop import errors
 from trainop.api import manifest
 from trainop.api.kinds import KindInfo, kind_info
-from trainop.api.types import Job, JobStatus
+from trainop.api.types import CREATED, Job, JobStatus
 from trainop.controller.caches import OwnedObjects
 from trainop.controller.clock import Clock
 from trainop.controller.events import EventRecorder
 from trainop.controller.metrics import Metrics
-from trainop.controller.topologies import TopologySource
+from trainop.controller.topologies import Pending, TopologySource
 from trainop.engine import conditions
 from trainop.engine import plan as engine
 from trainop.engine.actions import Action, Create, Delete, DeleteJob, Event, Update
@@ -75,13 +75,19 @@ class JobReconciler:
     async def reconcile(self, key: str) -> Result:
         namespace, _, name = key.partition("/")
         raw = self._jobs.get(namespace, name)
-        if raw is None or raw["metadata"].get("deletionTimestamp"):
+        if raw is None:
+            await self._topologies.forget(kind=self._info.kind, namespace=namespace, name=name)
+            return Result()
+        if raw["metadata"].get("deletionTimestamp"):
             return Result()
         job = await self._parse(raw)
         observed = self._owned.observed(str(raw["metadata"].get("uid", "")))
         topology = await self._topologies.for_job(job=job, raw=raw)
         if topology is None:
             return Result()  # the job was just updated; its watch event brings it back
+        if isinstance(topology, Pending):
+            await self._wait_for_topology(raw, job, topology)
+            return Result(requeue_after=topology.retry_after)
         plan = engine.plan(
             job, observed, self._framework, topology, self._clock.now(), options=self._options
         )
@@ -99,6 +105,24 @@ class JobReconciler:
         for event in plan.events:
             await self._record(raw, event)
         return Result(plan.requeue_after)
+
+    async def _wait_for_topology(self, raw: Obj, job: Job, pending: Pending) -> None:
+        """The job waits (e.g. for local ports): say why once, and show it as Created."""
+        if pending.event is not None:
+            await self._record(raw, pending.event)
+        status = job.status or JobStatus()
+        if any(c.type == CREATED for c in status.conditions or ()):
+            return
+        new, events = conditions.set_condition(
+            tuple(status.conditions or ()),
+            type=CREATED,
+            reason=f"{self._info.kind}Created",
+            message=f"{self._info.kind} {job.metadata.name} is created.",
+            now=self._clock.now(),
+        )
+        await self._write_status(raw, job, status.model_copy(update={"conditions": list(new)}))
+        for event in events:
+            await self._record(raw, event)
 
     async def _parse(self, raw: Obj) -> Job:
         try:

@@ -27,7 +27,7 @@ from trainop.frameworks.base import FrameworkOptions
 from trainop.kube.client import Client
 from trainop.kube.http import HttpClient
 from trainop.kube.resources import CRDS
-from trainop.local import privacy, schemas
+from trainop.local import ports, privacy, schemas
 from trainop.local.apiserver import ApiServer, ServerConfig
 from trainop.local.apiserver.logs import LogSource, MemoryLogSource
 from trainop.local.kubelet import KubeletConfig, LogFiles, ProcessKubelet, execclient
@@ -51,6 +51,7 @@ class ClusterConfig:
     port: int = 0
     kubeconfig: Path | None = None
     manager: ManagerOptions = field(default_factory=ManagerOptions)
+    ports: range | None = None  # replicas' loopback ports (default: $TRAINOP_LOCAL_PORTS)
 
 
 class LocalCluster:
@@ -95,7 +96,8 @@ class LocalCluster:
         try:
             self._client = HttpClient.from_kubeconfig(path=str(self.kubeconfig))
             await install_crds(self._client)
-            topologies = LocalTopologySource(client=self._client)
+            pool = ports.PortPool(ports=self._config.ports)
+            topologies = LocalTopologySource(client=self._client, pool=pool)
             self.manager = Manager(
                 client=self._client,
                 clock=self._clock,
