@@ -26,7 +26,7 @@ from lightkube.core.exceptions import ConfigError
 
 from trainop import errors
 from trainop.kube.client import JsonPatch, Obj, ObjectList, PatchType, WatchEvent
-from trainop.kube.resources import Resource
+from trainop.kube.resources import PODS, Resource
 from trainop.kube.status import error_from_status
 
 _PATCH_CONTENT_TYPES = {
@@ -116,6 +116,14 @@ class HttpClient:
         path = resource.path(namespace=namespace, name=name, subresource=subresource)
         headers = {"Content-Type": _PATCH_CONTENT_TYPES[patch_type]}
         return await self._call("patch", resource, "PATCH", path, body=patch, headers=headers)
+
+    async def bind(self, *, name: str, namespace: str, node: str, uid: str = "") -> None:
+        """Assign a pod to ``node`` through its ``binding`` subresource (what a scheduler does)."""
+        meta = {"name": name, **({"uid": uid} if uid else {})}
+        target = {"apiVersion": "v1", "kind": "Node", "name": node}
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": meta, "target": target}
+        path = PODS.path(namespace=namespace, name=name, subresource="binding")
+        await self._call("create", PODS, "POST", path, body=body)
 
     async def replace(
         self, resource: Resource, obj: Obj, *, namespace: str | None = None, subresource: str = ""

@@ -28,9 +28,17 @@ from trainop.kube.client import Client
 from trainop.kube.http import HttpClient
 from trainop.kube.resources import CRDS
 from trainop.local import ports, privacy, schemas
+from trainop.local import scheduler as scheduler_module
 from trainop.local.apiserver import ApiServer, ServerConfig
 from trainop.local.apiserver.logs import LogSource, MemoryLogSource
-from trainop.local.kubelet import KubeletConfig, LogFiles, ProcessKubelet, execclient
+from trainop.local.kubelet import (
+    DEFAULT_NODE,
+    KubeletConfig,
+    LogFiles,
+    ProcessKubelet,
+    execclient,
+    gpus,
+)
 from trainop.local.topology import LocalTopologySource
 
 
@@ -41,6 +49,7 @@ class Kubelet(Protocol):
 
 
 KubeletFactory = Callable[[Client, Clock], Kubelet]
+SchedulerFactory = Callable[[HttpClient], Kubelet]  # anything with ``run`` until cancelled
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,9 +73,11 @@ class LocalCluster:
         kubelet: KubeletFactory,
         log_source: LogSource | None = None,
         clock: Clock | None = None,
+        scheduler: SchedulerFactory | None = None,
     ) -> None:
         self._config = config
         self._kubelet_factory = kubelet
+        self._scheduler_factory = scheduler
         self._clock = clock or LoopClock()
         privacy.private_state_dir(config.state_dir)  # umask 077, the directory 0700
         self.server = ApiServer(
@@ -96,6 +107,8 @@ class LocalCluster:
         try:
             self._client = HttpClient.from_kubeconfig(path=str(self.kubeconfig))
             await install_crds(self._client)
+            if self._scheduler_factory is not None:
+                await _install_each(self._client, scheduler_module.podgroup_crds())
             pool = ports.PortPool(ports=self._config.ports)
             topologies = LocalTopologySource(client=self._client, pool=pool)
             self.manager = Manager(
@@ -109,6 +122,9 @@ class LocalCluster:
                 asyncio.create_task(kubelet.run(), name="kubelet"),
                 asyncio.create_task(self.manager.run(), name="controller"),
             ]
+            if self._scheduler_factory is not None:
+                scheduler = self._scheduler_factory(self._client)
+                self._tasks.append(asyncio.create_task(scheduler.run(), name="scheduler"))
             await self._until_ready()
         except BaseException:
             await self._stop()
@@ -155,7 +171,11 @@ async def install_crds(client: Client) -> None:
 
     All at once: the server's group commit then makes the seven writes durable together.
     """
-    await asyncio.gather(*(_install_crd(client, crd) for crd in schemas.crds()))
+    await _install_each(client, schemas.crds())
+
+
+async def _install_each(client: Client, definitions: list[dict[str, Any]]) -> None:
+    await asyncio.gather(*(_install_crd(client, crd) for crd in definitions))
 
 
 async def _install_crd(client: Client, crd: dict[str, Any]) -> None:
@@ -168,11 +188,19 @@ async def _install_crd(client: Client, crd: dict[str, Any]) -> None:
 
 
 def process_cluster(
-    config: ClusterConfig, *, working_dir: Path | None = None, clock: Clock | None = None
+    config: ClusterConfig,
+    *,
+    working_dir: Path | None = None,
+    clock: Clock | None = None,
+    resources: NodeResources | None = None,
 ) -> LocalCluster:
     """A local cluster whose pods run as processes (``trainop run``, ``trainop local up``);
-    ``clock`` (tests) times the controller and the kubelet's back-offs."""
+    ``clock`` (tests) times the controller and the kubelet's back-offs.
+
+    The local scheduler binds pods that fit the node's resources (the machine's, or
+    ``resources``' overrides); the kubelet runs only bound pods."""
     root = config.state_dir / "pods"
+    wanted = resources or NodeResources()
     logs = LogFiles(root)
     engine = config.manager.engine
     local_engine = dataclasses.replace(engine, frameworks=local_frameworks(engine.frameworks))
@@ -181,10 +209,41 @@ def process_cluster(
     )
 
     def kubelet(client: Client, clock: Clock) -> Kubelet:
-        settings = KubeletConfig(root=root, working_dir=working_dir)
+        settings = KubeletConfig(
+            root=root,
+            working_dir=working_dir,
+            require_binding=True,
+            gpus=_gpu_devices(wanted.gpus),
+        )
         return ProcessKubelet(client=client, config=settings, clock=clock, logs=logs)
 
-    return LocalCluster(config, kubelet=kubelet, log_source=logs, clock=clock)
+    def scheduler(client: HttpClient) -> Kubelet:
+        allocatable = scheduler_module.machine_allocatable(
+            cpus=wanted.cpus, memory=wanted.memory, gpus=wanted.gpus
+        )
+        return scheduler_module.LocalScheduler(
+            client=client, allocatable=allocatable, node_name=DEFAULT_NODE
+        )
+
+    return LocalCluster(config, kubelet=kubelet, log_source=logs, clock=clock, scheduler=scheduler)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeResources:
+    """Overrides of what the local node offers (None: what the machine has)."""
+
+    cpus: float | None = None
+    memory: int | None = None  # bytes
+    gpus: int | None = None
+
+
+def _gpu_devices(count: int | None) -> tuple[str, ...] | None:
+    """The devices the kubelet hands out: the first ``count`` found, padded with indices
+    (a declared GPU the machine lacks is still a slot to hold); None: detect them all."""
+    if count is None:
+        return None
+    found = gpus.detect()[:count]
+    return (*found, *(str(i) for i in range(len(found), count)))
 
 
 # Every pod of a process cluster is on this host: Open MPI's daemons and ranks talk over

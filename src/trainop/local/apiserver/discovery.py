@@ -89,8 +89,8 @@ def _entries(rt: resources.ResourceType) -> list[dict[str, Any]]:
         main["categories"] = categories
     out = [main]
     for sub in rt.subresources:
-        verbs = ["get"] if sub == "log" else ["get", "patch", "update"]
-        kind = {"scale": "Scale", "log": "Pod"}.get(sub, rt.kind)
+        verbs = {"log": ["get"], "binding": ["create"]}.get(sub, ["get", "patch", "update"])
+        kind = {"scale": "Scale", "log": "Pod", "binding": "Binding"}.get(sub, rt.kind)
         entry: dict[str, Any] = {
             "name": f"{rt.plural}/{sub}",
             "singularName": "",

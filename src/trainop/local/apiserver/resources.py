@@ -108,7 +108,12 @@ BUILTIN: tuple[ResourceType, ...] = (
         returns_deleted=True,
     ),
     _core(
-        "pods", "Pod", short=("po",), sub=("status", "log"), fields=POD_FIELDS, returns_deleted=True
+        "pods",
+        "Pod",
+        short=("po",),
+        sub=("status", "log", "binding"),
+        fields=POD_FIELDS,
+        returns_deleted=True,
     ),
     _core("services", "Service", short=("svc",), sub=("status",), returns_deleted=True),
     _core("endpoints", "Endpoints", short=("ep",)),

@@ -32,6 +32,7 @@ from trainop.local import store
 
 from . import (
     auth,
+    binding,
     crds,
     deletion,
     discovery,
@@ -240,6 +241,10 @@ class ApiServer:
             if method != "GET":
                 raise status.method_not_allowed(method.lower(), call.rt)
             return logs.serve
+        if call.subresource == "binding":
+            if method != "POST":
+                raise status.method_not_allowed(method.lower(), call.rt)
+            return binding.bind
         if call.subresource == "scale":
             if method == "GET":
                 return _sync(writes.get_scale)

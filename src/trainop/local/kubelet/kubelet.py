@@ -1,7 +1,8 @@
 """``ProcessKubelet``: runs the pods of the local node as processes (DESIGN §6).
 
-One informer watches pods; every pod that is unbound or bound to ``node_name`` and not yet
-finished is run here by a ``podrun.PodRun`` task. This module wires events to runs and runs to
+One informer watches pods; every pod that is bound to ``node_name`` (or, unless
+``require_binding``, unbound) and not yet finished is run here by a ``podrun.PodRun`` task.
+This module wires events to runs and runs to
 the shared ``podstatus.writer.StatusWriter``: every change a run reports marks the pod dirty,
 and one status patch per loop turn is queued if the rendered status differs from the last one
 written, so a transition is one write and nothing is written twice.
@@ -65,6 +66,7 @@ class KubeletConfig:
     shutdown_grace: float = 5.0
     base_env: Mapping[str, str] | None = None  # default: the kubelet's own environment
     exec_wait: float = 60.0  # how long exec waits for a pod or container still starting
+    require_binding: bool = False  # run only pods bound to node_name (a scheduler binds them)
 
 
 class ProcessKubelet:
@@ -179,7 +181,12 @@ class ProcessKubelet:
     def _is_mine(self, pod: Obj) -> bool:
         node = (pod.get("spec") or {}).get("nodeName") or ""
         phase = (pod.get("status") or {}).get("phase") or "Pending"
-        return node in ("", self._config.node_name) and phase not in TERMINAL
+        accepted = (
+            (self._config.node_name,)
+            if self._config.require_binding
+            else ("", self._config.node_name)
+        )
+        return node in accepted and phase not in TERMINAL
 
     def _is_wanted(self, key: Key, uid: str) -> bool:
         return self._uids.get(key) == uid

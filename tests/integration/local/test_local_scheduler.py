@@ -1,0 +1,169 @@
+"""The local scheduler under a process cluster: jobs queue for CPUs, gangs start together."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from trainop import errors
+from trainop.api.kinds import kind_info
+from trainop.controller.manager import ManagerOptions
+from trainop.engine.plan import EngineOptions
+from trainop.kube.client import Client
+from trainop.kube.resources import PODS, VOLCANO_PODGROUPS, job_resource
+from trainop.local.cluster import ClusterConfig, NodeResources, process_cluster
+
+PYTORCH = job_resource(kind_info("PyTorchJob"))
+WAIT = 60.0
+
+
+def job(name: str, release: Path, *, cpu: str, workers: int = 0, min_available: int = 0) -> Any:
+    """A PyTorchJob whose replicas each request ``cpu`` and run until ``release`` exists."""
+    wait = f"import os, time\nwhile not os.path.exists({str(release)!r}): time.sleep(0.05)"
+    template = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "pytorch",
+                    "image": "python:3.12",
+                    "command": [sys.executable, "-c", wait],
+                    "resources": {"requests": {"cpu": cpu}},
+                }
+            ]
+        }
+    }
+    specs: dict[str, Any] = {"Master": {"replicas": 1, "template": template}}
+    if workers:
+        specs["Worker"] = {"replicas": workers, "template": template}
+    spec: dict[str, Any] = {"pytorchReplicaSpecs": specs}
+    if min_available:
+        spec["runPolicy"] = {"schedulingPolicy": {"minAvailable": min_available}}
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    }
+
+
+async def until(what: str, probe: Any) -> Any:
+    """Poll ``probe`` (an async callable) until it returns something truthy."""
+    async with asyncio.timeout(WAIT):
+        while True:
+            value = await probe()
+            if value:
+                return value
+            await asyncio.sleep(0.05)
+    raise AssertionError(what)  # unreachable
+
+
+async def pod(client: Client, name: str) -> dict[str, Any] | None:
+    listed = await client.list(PODS, namespace="default")
+    return next((p for p in listed.items if p["metadata"]["name"] == name), None)
+
+
+def scheduled(obj: dict[str, Any] | None) -> dict[str, Any] | None:
+    conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c["type"] == "PodScheduled"), None)
+
+
+async def succeeded(client: Client, name: str) -> bool:
+    current = await client.get(PYTORCH, name=name, namespace="default")
+    conditions = (current.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Succeeded" and c["status"] == "True" for c in conditions)
+
+
+def test_a_second_job_asking_for_all_cpus_waits_until_the_first_finishes(tmp_path: Path) -> None:
+    config = ClusterConfig(state_dir=tmp_path / "state")
+    node = NodeResources(cpus=2, gpus=0)
+
+    async def scenario() -> None:
+        async with process_cluster(config, working_dir=tmp_path, resources=node) as cluster:
+            client = cluster.client
+            await client.create(PYTORCH, job("first", tmp_path / "go-first", cpu="2"))
+
+            async def first_running() -> bool:
+                found = await pod(client, "first-master-0")
+                return bool(found) and found["status"].get("phase") == "Running"
+
+            await until("first runs", first_running)
+            await client.create(PYTORCH, job("second", tmp_path / "go-second", cpu="2"))
+
+            async def second_unschedulable() -> dict[str, Any] | None:
+                condition = scheduled(await pod(client, "second-master-0"))
+                return condition if condition and condition["status"] == "False" else None
+
+            condition = await until("second waits", second_unschedulable)
+            assert condition["reason"] == "Unschedulable"
+            assert condition["message"] == "0/1 nodes are available: 1 Insufficient cpu."
+            waiting = await pod(client, "second-master-0")
+            assert waiting is not None
+            assert not waiting["spec"].get("nodeName")
+            assert waiting["status"]["phase"] == "Pending"
+            assert not waiting["status"].get("containerStatuses")  # nothing started
+
+            (tmp_path / "go-first").touch()
+            await until("first succeeds", lambda: succeeded(client, "first"))
+
+            async def second_bound() -> bool:
+                found = await pod(client, "second-master-0")
+                return bool(found) and found["spec"].get("nodeName") == "trainop-local"
+
+            await until("second is bound", second_bound)
+            (tmp_path / "go-second").touch()
+            await until("second succeeds", lambda: succeeded(client, "second"))
+
+    asyncio.run(scenario())
+
+
+def test_a_volcano_gang_that_does_not_fit_stays_pending_then_runs(tmp_path: Path) -> None:
+    engine = EngineOptions(gang_scheduler_name="volcano")
+    config = ClusterConfig(state_dir=tmp_path / "state", manager=ManagerOptions(engine=engine))
+    node = NodeResources(cpus=2, gpus=0)
+
+    async def phase(client: Client, name: str) -> str:
+        try:
+            group = await client.get(VOLCANO_PODGROUPS, name=name, namespace="default")
+        except errors.NotFoundError:
+            return ""
+        return str((group.get("status") or {}).get("phase") or "")
+
+    async def scenario() -> None:
+        async with process_cluster(config, working_dir=tmp_path, resources=node) as cluster:
+            client = cluster.client
+            await client.create(PYTORCH, job("hog", tmp_path / "go-hog", cpu="1"))
+
+            async def hog_running() -> bool:
+                found = await pod(client, "hog-master-0")
+                return bool(found) and found["status"].get("phase") == "Running"
+
+            await until("hog runs", hog_running)
+            gang = job("gang", tmp_path / "go-gang", cpu="1", workers=1, min_available=2)
+            await client.create(PYTORCH, gang)
+
+            async def gang_pending() -> bool:
+                with_status = await phase(client, "gang")
+                return with_status == "Pending"
+
+            await until("the gang's PodGroup is Pending", gang_pending)
+            assert await phase(client, "hog") == "Running"
+            # Volcano holds the pods until the group is admitted: none is created.
+            assert await pod(client, "gang-master-0") is None
+
+            (tmp_path / "go-hog").touch()
+            await until("hog succeeds", lambda: succeeded(client, "hog"))
+
+            async def gang_running() -> bool:
+                return await phase(client, "gang") == "Running"
+
+            await until("the gang runs", gang_running)
+            for name in ("gang-master-0", "gang-worker-0"):
+                found = await pod(client, name)
+                assert found is not None
+                assert found["spec"].get("nodeName") == "trainop-local"
+            (tmp_path / "go-gang").touch()
+            await until("gang succeeds", lambda: succeeded(client, "gang"))
+
+    asyncio.run(scenario())
