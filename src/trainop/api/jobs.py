@@ -256,7 +256,9 @@ class JAXJobSpec(JobSpec):
 class MXJobSpec(JobSpec):
     """MXJob (as of v1.8.1): MXNet parameter-server training or tuning."""
 
-    job_mode: Literal["MXTrain", "MXTune"] = Field(description="MXTrain or MXTune.")
+    job_mode: str = Field(
+        description="MXTrain or MXTune; not interpreted (any string, empty included, is accepted)."
+    )
     replica_specs: dict[Str, ReplicaSpec] = Field(
         alias="mxReplicaSpecs",
         description="Replica types: Scheduler, Server, Worker, TunerTracker, TunerServer, Tuner.",

@@ -234,3 +234,20 @@ def test_mpi_launcher_account_that_exists_is_reused_as_it_is(server: RunningServ
         }
 
     run_cluster(server, body)
+
+
+# --- item 6: MXJob jobMode -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["", "MXTrain", "AnythingElse"])
+def test_mxjob_accepts_any_job_mode_string(server: RunningServer, mode: str) -> None:
+    """Upstream v1.8.1: ``jobMode`` is a required plain string (CRD ``type: string``, no enum;
+    the Go zero value is ``""``) and the controller never reads it."""
+
+    async def body(cluster: Cluster) -> None:
+        spec = manifest("MXJob", name="mx", jobMode=mode)
+        created = await cluster.create_job(spec)
+        assert created["spec"]["jobMode"] == mode
+        await cluster.until_condition("MXJob", "mx", "Running")
+
+    run_cluster(server, body)

@@ -139,7 +139,7 @@ INVALID_OBJECTS: list[tuple[str, Any, str]] = [
     ("name too long for pods", _with("XGBoostJob", ["metadata", "name"], "x" * 60), "TooLong"),
     ("name with capitals", _with("XGBoostJob", ["metadata", "name"], "Job"), "metadata.name"),
     ("MX without jobMode", _without("MXJob", ["spec", "jobMode"]), "spec.jobMode: Required"),
-    ("MX with bad jobMode", _with("MXJob", ["spec", "jobMode"], "Train"), "spec.jobMode"),
+    ("MX with a non-string jobMode", _with("MXJob", ["spec", "jobMode"], 3), "spec.jobMode"),
     (
         "condition without type",
         _with("PaddleJob", ["status"], {"conditions": [{"status": "True"}]}),

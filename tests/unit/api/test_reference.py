@@ -30,7 +30,7 @@ def test_common_types_have_their_own_sections(text: str) -> None:
 
 def test_nested_kind_fields_use_dotted_paths(text: str) -> None:
     assert "| `spec.elasticPolicy.rdzvConf[].key` | string |" in text
-    assert '| `spec.jobMode` | string: `"MXTrain"`, `"MXTune"` | required |' in text
+    assert "| `spec.jobMode` | string | required |" in text
     assert "| `suspend` | boolean | `false` |" in text
 
 
