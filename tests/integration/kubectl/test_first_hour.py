@@ -183,3 +183,23 @@ def test_pod_deletion_honours_the_grace_period(kubectl: Kubectl, ns: str, tmp_pa
     gone = kubectl.run("get", "pod", "forced", "-n", ns, check=False)
     assert gone.returncode == 1
     assert "NotFound" in gone.stderr
+
+
+def test_get_nodes_shows_the_local_node(kubectl: Kubectl) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        listed = kubectl.out("get", "nodes")
+        if "trainop-local" in listed or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    rows = listed.splitlines()
+    assert rows[0].split() == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+    assert rows[1].split()[:3] == ["trainop-local", "Ready", "<none>"]
+    assert rows[1].split()[4] == "v1.31.0-trainop"
+    capacity = json.loads(
+        kubectl.out("get", "node", "trainop-local", "-o", "jsonpath={.status.allocatable}")
+    )
+    assert int(capacity["cpu"]) >= 1
+    assert capacity["memory"].endswith("Ki")
+    described = kubectl.out("describe", "node", "trainop-local")
+    assert "KubeletReady" in described

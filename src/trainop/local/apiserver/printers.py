@@ -283,11 +283,53 @@ def _secret_row(obj: dict[str, Any], now: datetime) -> Cells:
 
 DATA = column("Data", "The number of data entries.", kind="integer")
 
+
+def _node_row(obj: dict[str, Any], now: datetime) -> Cells:
+    status, spec = obj.get("status") or {}, obj.get("spec") or {}
+    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+    state = "Unknown"  # kube: Ready when True, NotReady otherwise, Unknown without one
+    if ready is not None:
+        state = "Ready" if ready.get("status") == "True" else "NotReady"
+    if spec.get("unschedulable"):
+        state += ",SchedulingDisabled"
+    prefix = "node-role.kubernetes.io/"
+    labels = _meta(obj).get("labels") or {}
+    roles = sorted(k[len(prefix) :] for k in labels if k.startswith(prefix)) or [NONE]
+    info = status.get("nodeInfo") or {}
+    addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or []}
+    return [
+        _meta(obj).get("name", ""),
+        state,
+        ",".join(roles),
+        age(obj, now),
+        info.get("kubeletVersion", ""),
+        addresses.get("InternalIP") or NONE,
+        addresses.get("ExternalIP") or NONE,
+        info.get("osImage") or "<unknown>",
+        info.get("kernelVersion") or "<unknown>",
+        info.get("containerRuntimeVersion") or "<unknown>",
+    ]
+
+
+NODE_COLUMNS = [
+    NAME,
+    column("Status", "The status of the node."),
+    column("Roles", "The roles of the node."),
+    AGE,
+    column("Version", "Kubelet Version reported by the node."),
+    column("Internal-IP", "List of internal IPs for the node.", priority=1),
+    column("External-IP", "List of external IPs for the node.", priority=1),
+    column("OS-Image", "OS image reported by the node.", priority=1),
+    column("Kernel-Version", "Kernel version reported by the node.", priority=1),
+    column("Container-Runtime", "Container runtime reported by the node.", priority=1),
+]
+
 BUILTIN: dict[str, tuple[list[Column], RowFunction]] = {
     "core/pods": (POD_COLUMNS, _pod_row),
     "core/services": (SERVICE_COLUMNS, _service_row),
     "core/events": (EVENT_COLUMNS, _event_row),
     "core/namespaces": ([NAME, column("Status", "The namespace's phase."), AGE], _namespace_row),
     "core/configmaps": ([NAME, DATA, AGE], _configmap_row),
+    "core/nodes": (NODE_COLUMNS, _node_row),
     "core/secrets": ([NAME, column("Type", "The secret's type."), DATA, AGE], _secret_row),
 }

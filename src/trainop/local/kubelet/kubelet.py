@@ -35,7 +35,7 @@ from trainop.controller.clock import Clock, LoopClock
 from trainop.kube.client import Client, Obj
 from trainop.kube.informer import Handlers, Informer, key_of
 from trainop.kube.resources import PODS
-from trainop.local.kubelet import execserver, gpus, podrun
+from trainop.local.kubelet import execserver, gpus, node, podrun
 from trainop.local.kubelet.environment import Node
 from trainop.local.kubelet.events import PodEvents
 from trainop.local.kubelet.logfiles import LogFiles
@@ -107,6 +107,7 @@ class ProcessKubelet:
         self._reaper: Reaper | None = None
         self._pool = gpus.GpuPool(())
         self._exec: execserver.ExecServer | None = None
+        self.node: node.NodeStatus | None = None  # the Node object's heartbeat (``node``)
         self._next_change = asyncio.Event()  # set (and replaced) whenever a run changes
 
     @property
@@ -136,6 +137,16 @@ class ProcessKubelet:
         self._reaper = Reaper()
         self._exec = await execserver.ExecServer.start(self._exec_target)
         self._settings = _settings(config, self._exec.address)
+        self.node = node.NodeStatus(
+            self._client,
+            name=config.node_name,
+            capacity=node.Capacity(
+                self._settings.node.cpus, self._settings.node.memory_bytes, len(devices)
+            ),
+            host_ip=HOST_IP,
+            clock=self._clock,
+        )
+        self._spawn(self.node.run())
         try:
             await self._informer.run()
         finally:
