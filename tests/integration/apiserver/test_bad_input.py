@@ -48,6 +48,7 @@ def job(**changes: Any) -> bytes:
 MERGE = {"Content-Type": "application/merge-patch+json"}
 JSONP = {"Content-Type": "application/json-patch+json"}
 SMP = {"Content-Type": "application/strategic-merge-patch+json"}
+APPLY = {"Content-Type": "application/apply-patch+yaml"}
 
 # (id, method, path, body, extra headers, expected code, expected reason)
 CASES: list[tuple[str, str, str, bytes, dict[str, str], int, str]] = [
@@ -140,14 +141,34 @@ CASES: list[tuple[str, str, str, bytes, dict[str, str], int, str]] = [
         415,
         "UnsupportedMediaType",
     ),
+    ("apply-without-manager", "PATCH", f"{PODS}/existing", b"{}", APPLY, 422, "Invalid"),
+    ("force-on-merge-patch", "PATCH", f"{PODS}/existing?force=true", b"{}", MERGE, 422, "Invalid"),
     (
-        "patch-apply-not-served",
+        "apply-too-deep",
         "PATCH",
-        f"{PODS}/existing",
-        b"{}",
-        {"Content-Type": "application/apply-patch+yaml"},
-        415,
-        "UnsupportedMediaType",
+        f"{PODS}/existing?fieldManager=m",
+        b'{"metadata": {"annotations": ' + b"[" * 5000 + b"]" * 5000 + b"}}",
+        APPLY,
+        400,
+        "BadRequest",
+    ),
+    (
+        "apply-yaml-too-deep",
+        "PATCH",
+        f"{PODS}/existing?fieldManager=m",
+        b"a: " + b"[" * 5000,
+        APPLY,
+        400,
+        "BadRequest",
+    ),
+    (
+        "apply-not-a-map",
+        "PATCH",
+        f"{PODS}/existing?fieldManager=m",
+        b"- 1",
+        APPLY,
+        400,
+        "BadRequest",
     ),
     ("patch-malformed", "PATCH", f"{PODS}/existing", b"{", MERGE, 400, "BadRequest"),
     ("json-patch-not-list", "PATCH", f"{PODS}/existing", b"{}", JSONP, 400, "BadRequest"),

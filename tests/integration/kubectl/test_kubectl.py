@@ -8,12 +8,14 @@ validation), client-side apply, ``wait``, ``logs`` and ``delete``.
 from __future__ import annotations
 
 import contextlib
+import json
 import queue
 import subprocess
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -180,3 +182,41 @@ def _until(read: Callable[[], str], needle: str, timeout: float = 30) -> str:
         if needle in text or time.monotonic() > deadline:
             return text
         time.sleep(0.2)
+
+
+def test_server_side_apply_conflict_and_force(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    example = ROOT / "examples" / "pytorch" / "ddp.yaml"
+    job = ("-n", ns, "pytorchjob", "pytorch-ddp")
+    applied = kubectl.out("apply", "--server-side", "-n", ns, "-f", str(example))
+    assert "pytorchjob.kubeflow.org/pytorch-ddp serverside-applied" in applied
+
+    def owners() -> dict[str, Any]:
+        got = json.loads(kubectl.out("get", *job, "-o", "json", "--show-managed-fields"))
+        return {e["manager"]: e for e in got["metadata"]["managedFields"]}
+
+    first = owners()["kubectl"]
+    assert first["operation"] == "Apply"
+    again = kubectl.out("apply", "--server-side", "-n", ns, "-f", str(example))
+    assert "serverside-applied" in again
+    assert owners()["kubectl"] == first  # a no-op: same fields, same time
+    assert kubectl.out("get", *job, "-o", "jsonpath={.metadata.generation}") == "1"
+
+    changed = yaml.safe_load(example.read_text())
+    changed["spec"]["pytorchReplicaSpecs"]["Worker"]["restartPolicy"] = "Never"
+    other = _write(tmp_path, yaml.safe_dump(changed), "changed.yaml")
+    args = ("apply", "--server-side", "--field-manager=other", "-n", ns, "-f", other)
+    refused = kubectl.run(*args, check=False)
+    assert refused.returncode == 1
+    assert (
+        'Apply failed with 1 conflict: conflict with "kubectl": '
+        ".spec.pytorchReplicaSpecs.Worker.restartPolicy"
+    ) in refused.stderr
+    kubectl.run(*args, "--force-conflicts")
+    policy = "jsonpath={.spec.pytorchReplicaSpecs.Worker.restartPolicy}"
+    assert kubectl.out("get", *job, "-o", policy) == "Never"
+    fields = owners()
+    worker = fields["other"]["fieldsV1"]["f:spec"]["f:pytorchReplicaSpecs"]["f:Worker"]
+    assert "f:restartPolicy" in worker
+    kubectl_worker = fields["kubectl"]["fieldsV1"]["f:spec"]["f:pytorchReplicaSpecs"]["f:Worker"]
+    assert "f:restartPolicy" not in kubectl_worker
+    kubectl.run("delete", *job, "--wait=false")

@@ -31,6 +31,7 @@ from aiohttp import web
 from trainop.local import store
 
 from . import (
+    apply,
     auth,
     binding,
     crds,
@@ -39,6 +40,7 @@ from . import (
     gc,
     logs,
     openapi,
+    patch,
     reads,
     resources,
     reviews,
@@ -254,7 +256,7 @@ class ApiServer:
         single = {
             "GET": _sync(reads.get),
             "PUT": writes.update,
-            "PATCH": writes.patch_,
+            "PATCH": apply.patch if call.content_type == patch.APPLY else writes.patch_,
             "DELETE": deletion.delete,
         }
         if call.subresource == "status" and method == "DELETE":

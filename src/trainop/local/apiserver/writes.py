@@ -11,13 +11,14 @@ resourceVersion), as in kube-apiserver.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
 
 from trainop.local import store
 
-from . import admission, crds, deletion, objects, patch, reads, status
+from . import admission, crds, deletion, managedfields, objects, patch, reads, status
 from .call import ApiState, Call
 
 _NAMESPACES = "core/namespaces"
@@ -37,10 +38,22 @@ def warning_header(text: str) -> str:
     return f'299 - "{json.dumps(text)[1:-1]}"'
 
 
+# Sets the managedFields of the object about to be stored (``old`` is ``{}`` on create).
+Recorder = Callable[[dict[str, Any], dict[str, Any]], None]
+
+
 async def create(state: ApiState, call: Call) -> web.Response:
     """POST to a collection: 201 with the stored object."""
     obj = call.json_body()
     admission.check_type(call.rt, obj)
+    return await insert(state, call, obj, record=None)
+
+
+async def insert(
+    state: ApiState, call: Call, obj: dict[str, Any], *, record: Recorder | None
+) -> web.Response:
+    """Create ``obj`` (type already checked): 201 with the stored object. ``record`` sets its
+    managedFields (default: an ``Update`` by the request's ``fieldManager``, if any)."""
     meta = admission.check_metadata(call, obj)
     if call.rt.namespaced:
         await _ensure_namespace(state, call.namespace or "")
@@ -49,6 +62,7 @@ async def create(state: ApiState, call: Call) -> web.Response:
     objects.prepare_create(call.rt, obj, namespace=call.namespace, now=state.clock())
     warnings = admission.admit(state, call, obj)
     objects.initial_status(call.rt, obj)
+    (record or _recorder(state, call))({}, obj)
     is_crd = call.rt.store_key == crds.CRD_STORE_KEY
     if is_crd:
         _admit_crd(call, obj)
@@ -100,12 +114,14 @@ async def update(state: ApiState, call: Call) -> web.Response:
     admission.check_type(call.rt, obj)
     admission.check_metadata(call, obj)
     current = _current(state, call)
-    return await _write(state, call, current, obj)
+    return await write(state, call, current, obj)
 
 
 async def patch_(state: ApiState, call: Call) -> web.Response:
-    """PATCH of an object or its status in one of the accepted patch formats."""
+    """PATCH of an object or its status in one of the accepted patch formats (server-side
+    apply is ``apply.patch``)."""
     ctype = _patch_type(call)
+    check_patch_options(call, apply=False)
     current = _current(state, call)
     old = json.loads(current.raw)
     patched = patch.apply(ctype, old, call.body)
@@ -113,7 +129,38 @@ async def patch_(state: ApiState, call: Call) -> web.Response:
         raise status.RequestError("metadata must be an object", status=422, reason="Invalid")
     if patched.get("apiVersion") != call.rt.api_version or patched.get("kind") != call.rt.kind:
         admission.check_type(call.rt, patched)
-    return await _write(state, call, current, patched)
+    return await write(state, call, current, patched)
+
+
+def check_patch_options(call: Call, *, apply: bool) -> None:
+    """422 for PatchOptions kube-apiserver refuses: apply without a ``fieldManager``,
+    ``force`` on any other patch, a manager name over 128 bytes."""
+    manager = call.query.get("fieldManager", "")
+    if apply and not manager:
+        raise _invalid_options(
+            "fieldManager", "FieldValueRequired", "Required value", "is required for apply patch"
+        )
+    if not apply and "force" in call.query:
+        raise _invalid_options(
+            "force", "FieldValueForbidden", "Forbidden", "may not be specified for non-apply patch"
+        )
+    if len(manager.encode()) > 128:
+        raise _invalid_options(
+            "fieldManager", "FieldValueTooLong", "Too long", "may not be more than 128 bytes"
+        )
+
+
+def _invalid_options(field: str, reason: str, kind: str, detail: str) -> status.RequestError:
+    return status.RequestError(
+        f'PatchOptions.meta.k8s.io "" is invalid: {field}: {kind}: {detail}',
+        status=422,
+        reason="Invalid",
+        details={
+            "group": "meta.k8s.io",
+            "kind": "PatchOptions",
+            "causes": [{"reason": reason, "message": f"{kind}: {detail}", "field": field}],
+        },
+    )
 
 
 def _patch_type(call: Call) -> str:
@@ -133,9 +180,24 @@ def _current(state: ApiState, call: Call) -> store.Stored:
     return current
 
 
-async def _write(
-    state: ApiState, call: Call, current: store.Stored, obj: dict[str, Any]
+def _recorder(state: ApiState, call: Call) -> Recorder:
+    def record(old: dict[str, Any], new: dict[str, Any]) -> None:
+        now = objects.timestamp(state.clock())
+        managedfields.record_update(state, call, old, new, now=now)
+
+    return record
+
+
+async def write(
+    state: ApiState,
+    call: Call,
+    current: store.Stored,
+    obj: dict[str, Any],
+    *,
+    record: Recorder | None = None,
 ) -> web.Response:
+    """Store ``obj`` over ``current`` (precondition, update rules, admission, managedFields
+    through ``record``); an update that changes nothing is answered without a write."""
     want_rv = obj.get("metadata", {}).get("resourceVersion")
     if want_rv and want_rv != str(current.rv):
         raise status.conflict(
@@ -149,6 +211,7 @@ async def _write(
     deletion.check_new_finalizers(call, old, new)
     warnings = admission.admit(state, call, new)
     new["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
+    (record or _recorder(state, call))(old, new)
     if new == old:
         return _respond(current, call, code=200, warnings=warnings)
     if call.query.get("dryRun"):
@@ -236,7 +299,7 @@ async def write_scale(state: ApiState, call: Call) -> web.Response:
         content_type="",
         request=call.request,
     )
-    await _write(state, main, current, old)
+    await write(state, main, current, old)
     stored = state.store.get(call.key())
     assert stored is not None
     return reads.respond(store.encode(scale_of(call, stored.obj)))

@@ -1,0 +1,385 @@
+"""Field sets: which fields of an object a manager owns, in kube's ``FieldsV1`` vocabulary.
+
+A field set is a set of paths; a path is a tuple of encoded elements exactly as ``FieldsV1``
+spells them: ``f:name`` (a field or map key), ``k:{"name":"x"}`` (the item of an
+associative list with those key values, keys sorted, compact JSON), ``v:"x"`` (the item of
+a set-list). ``encode``/``decode`` turn a set into the nested ``fieldsV1`` document and back
+(``.`` marks a node that is itself a member and also has members below it).
+
+``Shape`` says how a node merges, from a CRD's structural schema (``properties``,
+``x-kubernetes-list-type``/``-list-map-keys``, ``x-kubernetes-map-type``) or, for built-in
+kinds, from the merge-key table of ``patch`` (lists with a key merge by it, ``finalizers``
+is a set, every other list is atomic; maps are granular). Custom lists without a list type
+are atomic, as in kube.
+
+Which paths a value contributes (``members``) follows the structured-merge-diff rules: every
+scalar, atomic list or map, ``null`` and empty map is a member; an associative or set-list
+item is a member with its children; a map entry that is not a declared field (a label, a
+``pytorchReplicaSpecs`` key) is a member too. ``changes`` is what an update modifies, the set
+an ``Update`` manager takes: modified leaves, and added nodes with everything under them.
+
+Every walk is recursive in the object's depth; bodies are bounded (``MAX_DEPTH``) before they
+reach here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from . import patch
+
+Path = tuple[str, ...]
+MAX_DEPTH = 100
+
+_SET_LISTS = frozenset({"finalizers"})
+# Built-in map-typed fields: a newly added one is itself a member (kube's typed objects have
+# no such map until it is set), unlike a struct field, which always exists in a typed object.
+_BUILTIN_MAPS = frozenset(
+    {
+        "labels",
+        "annotations",
+        "data",
+        "binaryData",
+        "stringData",
+        "nodeSelector",
+        "matchLabels",
+        "limits",
+        "requests",
+    }
+)
+_SET = ("",)  # list kind marker: a set of scalars
+_MISSING = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """How one node of an object merges: from a CRD schema node, or built-in tables."""
+
+    schema: dict[str, Any] | None = None  # None: a built-in kind (or unknown fields)
+    field: str = ""  # the field name this node is the value of (built-in tables key on it)
+    custom: bool = False
+    root: bool = False
+
+    def child(self, key: str) -> tuple[Shape, bool]:
+        """The shape of map entry ``key`` and whether it is a declared field."""
+        if self.schema is None:
+            return Shape(field=key, custom=self.custom), self.field not in _BUILTIN_MAPS
+        if key == "metadata" and (self.root or self.schema.get("x-kubernetes-embedded-resource")):
+            return Shape(field=key), True  # ObjectMeta, whatever the schema says of it
+        props = self.schema.get("properties") or {}
+        if key in props:
+            return Shape(schema=props[key], field=key, custom=True), True
+        extra = self.schema.get("additionalProperties")
+        return Shape(schema=extra if isinstance(extra, dict) else None, custom=True), False
+
+    def item(self) -> Shape:
+        """The shape of a list's items."""
+        if self.schema is None:
+            return Shape(field=self.field, custom=self.custom)
+        items = self.schema.get("items")
+        return Shape(schema=items if isinstance(items, dict) else None, custom=True)
+
+    def is_atomic_map(self) -> bool:
+        """Whether a map here is replaced whole (``x-kubernetes-map-type: atomic``)."""
+        return self.schema is not None and self.schema.get("x-kubernetes-map-type") == "atomic"
+
+    def is_new_map_member(self, declared: bool) -> bool:
+        """Whether this map node, when an update adds it, is itself a member of the changes
+        (custom objects are unstructured in kube; typed structs always exist)."""
+        return self.custom or not declared or self.field in _BUILTIN_MAPS
+
+    def list_keys(self, *lists: list[Any]) -> tuple[str, ...] | None:
+        """The key fields of an associative list, ``_SET`` for a set, None when atomic."""
+        items = [x for lst in lists for x in lst]
+        if self.schema is not None:
+            kind = self.schema.get("x-kubernetes-list-type")
+            if kind == "set":
+                return _SET if all(_is_scalar(x) for x in items) else None
+            keys = tuple(self.schema.get("x-kubernetes-list-map-keys") or ())
+            if kind != "map" or not keys:
+                return None
+            return keys if _keyed(items, keys) else None
+        if self.custom:
+            return None
+        if self.field in _SET_LISTS:
+            return _SET if all(_is_scalar(x) for x in items) else None
+        for candidate in patch.MERGE_KEYS.get(self.field, ()):
+            if _keyed(items, (candidate,)):
+                return (candidate,)
+        return None
+
+
+def _is_scalar(value: Any) -> bool:
+    return not isinstance(value, (dict, list))
+
+
+def _keyed(items: list[Any], keys: tuple[str, ...]) -> bool:
+    """Every item is a map with every key; each list has no duplicate keys."""
+    return all(isinstance(x, dict) and all(k in x for k in keys) for x in items)
+
+
+def element(item: Any, keys: tuple[str, ...]) -> str:
+    """The path element naming ``item`` in a list of that kind."""
+    if keys == _SET:
+        return "v:" + _json(item)
+    return "k:" + _json({k: item[k] for k in sorted(keys)})
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+
+
+def _unique(items: list[Any], keys: tuple[str, ...]) -> bool:
+    names = [element(x, keys) for x in items]
+    return len(names) == len(set(names))
+
+
+def list_kind(shape: Shape, *lists: list[Any]) -> tuple[str, ...] | None:
+    """``shape.list_keys`` for these lists, atomic when any list repeats an element."""
+    keys = shape.list_keys(*lists)
+    if keys is None or not all(_unique(lst, keys) for lst in lists):
+        return None
+    return keys
+
+
+# ---- members of a value ------------------------------------------------------------------
+
+
+def members(value: Any, shape: Shape, path: Path = ()) -> set[Path]:
+    """The paths a value makes a member (what an applier of ``value`` owns)."""
+    out: set[Path] = set()
+    _members(value, shape, path, out)
+    return out
+
+
+def _members(value: Any, shape: Shape, path: Path, out: set[Path]) -> None:
+    if isinstance(value, dict) and not shape.is_atomic_map():
+        for key, sub_value in value.items():
+            sub, declared = shape.child(key)
+            sub_path = (*path, f"f:{key}")
+            _members(sub_value, sub, sub_path, out)
+            if sub_value is None or sub_value == {} or not declared:
+                out.add(sub_path)
+    elif isinstance(value, list):
+        keys = list_kind(shape, value)
+        if keys is None:
+            out.add(path)
+            return
+        for item in value:
+            item_path = (*path, element(item, keys))
+            _members(item, shape.item(), item_path, out)
+            out.add(item_path)
+    else:
+        out.add(path)
+
+
+def changes(old: Any, new: Any, shape: Shape, path: Path = ()) -> tuple[set[Path], set[Path]]:
+    """(changed, removed): the paths an update from ``old`` to ``new`` sets and removes."""
+    changed: set[Path] = set()
+    removed: set[Path] = set()
+    _changes(old, new, shape, path, changed, removed)
+    return changed, removed
+
+
+def _changes(
+    old: Any, new: Any, shape: Shape, path: Path, changed: set[Path], removed: set[Path]
+) -> None:
+    if isinstance(old, dict) and isinstance(new, dict) and not shape.is_atomic_map():
+        for key, value in new.items():
+            sub, declared = shape.child(key)
+            sub_path = (*path, f"f:{key}")
+            if key in old:
+                _changes(old[key], value, sub, sub_path, changed, removed)
+                continue
+            _members(value, sub, sub_path, changed)
+            if isinstance(value, dict) and (not value or sub.is_new_map_member(declared)):
+                changed.add(sub_path)
+        for key in old.keys() - new.keys():
+            sub_path = (*path, f"f:{key}")
+            removed.add(sub_path)
+            _members(old[key], shape.child(key)[0], sub_path, removed)
+        return
+    if isinstance(old, list) and isinstance(new, list):
+        keys = list_kind(shape, old, new)
+        if keys is not None:
+            _list_changes(old, new, shape, keys, path, changed, removed)
+            return
+    if old != new:
+        changed.add(path)
+
+
+def _list_changes(
+    old: list[Any],
+    new: list[Any],
+    shape: Shape,
+    keys: tuple[str, ...],
+    path: Path,
+    changed: set[Path],
+    removed: set[Path],
+) -> None:
+    before = {element(x, keys): x for x in old}
+    after = {element(x, keys): x for x in new}
+    for name, item in after.items():
+        item_path = (*path, name)
+        if name in before:
+            _changes(before[name], item, shape.item(), item_path, changed, removed)
+        else:
+            changed.add(item_path)
+            _members(item, shape.item(), item_path, changed)
+    for name in before.keys() - after.keys():
+        removed.add((*path, name))
+        _members(before[name], shape.item(), (*path, name), removed)
+
+
+# ---- reading and removing paths ----------------------------------------------------------
+
+
+def read(obj: Any, path: Path) -> Any:
+    """The value at ``path``, or ``MISSING``."""
+    cur = obj
+    for part in path:
+        cur = _step(cur, part)
+        if cur is _MISSING:
+            break
+    return cur
+
+
+MISSING = _MISSING
+
+
+def _step(cur: Any, part: str) -> Any:
+    kind, text = part[:2], part[2:]
+    if kind == "f:":
+        return cur.get(text, _MISSING) if isinstance(cur, dict) else _MISSING
+    if not isinstance(cur, list):
+        return _MISSING
+    for item in cur:
+        if _matches(item, kind, text):
+            return item
+    return _MISSING
+
+
+def _matches(item: Any, kind: str, text: str) -> bool:
+    try:
+        wanted = json.loads(text)
+    except ValueError:
+        return False
+    if kind == "v:":
+        return bool(item == wanted)
+    if kind == "k:" and isinstance(wanted, dict) and isinstance(item, dict):
+        return all(item.get(k, _MISSING) == v for k, v in wanted.items())
+    return False
+
+
+def remove(obj: Any, path: Path) -> bool:
+    """Remove the node at ``path`` from ``obj`` in place; False when it is not there."""
+    if not path:
+        return False
+    parent = read(obj, path[:-1])
+    kind, text = path[-1][:2], path[-1][2:]
+    if kind == "f:" and isinstance(parent, dict) and text in parent:
+        del parent[text]
+        return True
+    if isinstance(parent, list):
+        for i, item in enumerate(parent):
+            if _matches(item, kind, text):
+                del parent[i]
+                return True
+    return False
+
+
+def is_item_key(path: Path) -> bool:
+    """Whether ``path`` is a key field of an associative list item (never removed alone)."""
+    if len(path) < 2 or not path[-2].startswith("k:") or not path[-1].startswith("f:"):
+        return False
+    try:
+        keys = json.loads(path[-2][2:])
+    except ValueError:
+        return False
+    return isinstance(keys, dict) and path[-1][2:] in keys
+
+
+def ancestors(paths: Iterable[Path]) -> set[Path]:
+    """Every proper prefix of the paths (the nodes that have members below them)."""
+    return {p[:i] for p in paths for i in range(len(p))}
+
+
+# ---- FieldsV1 encoding -------------------------------------------------------------------
+
+
+def encode(paths: Iterable[Path]) -> dict[str, Any]:
+    """The ``fieldsV1`` document of a set of paths."""
+    root: dict[str, Any] = {}
+    members_ = set(paths)
+    for path in sorted(members_):
+        node = root
+        for part in path:
+            node = node.setdefault(part, {})
+    for path in members_:
+        node = root
+        for part in path:
+            node = node[part]
+        if node and path:
+            node["."] = {}
+    return root
+
+
+def decode(document: Any) -> set[Path]:
+    """The set of paths a ``fieldsV1`` document holds (malformed parts are ignored)."""
+    out: set[Path] = set()
+    stack: list[tuple[Path, Any]] = [((), document)]
+    while stack:
+        path, node = stack.pop()
+        if not isinstance(node, dict) or len(path) > MAX_DEPTH:
+            continue
+        if path and (not node or "." in node):
+            out.add(path)
+        for part, child in node.items():
+            if part != "." and part[:2] in ("f:", "k:", "v:", "i:"):
+                stack.append(((*path, part), child))
+    return out
+
+
+def text(path: Path) -> str:
+    """A path as kube prints it in conflicts: ``.spec.containers[name="x"].image``."""
+    return "".join(_element_text(part) for part in path)
+
+
+def _element_text(part: str) -> str:
+    kind, body = part[:2], part[2:]
+    if kind == "f:":
+        return f".{body}"
+    if kind == "v:":
+        return f"[={body}]"
+    if kind == "i:":
+        return f"[{body}]"
+    try:
+        keys = json.loads(body)
+    except ValueError:
+        return f"[{body}]"
+    if not isinstance(keys, dict):
+        return f"[{body}]"
+    return "[" + ",".join(f"{k}={_json(v)}" for k, v in sorted(keys.items())) + "]"
+
+
+def depth(value: Any) -> int:
+    """The nesting depth of a JSON value, without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(node, dict):
+            stack.extend((v, level + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, level + 1) for v in node)
+    return deepest
+
+
+def walk_paths(paths: Iterable[Path], prefix: Path) -> Iterator[Path]:
+    """The paths at or below ``prefix``."""
+    n = len(prefix)
+    return (p for p in paths if p[:n] == prefix)

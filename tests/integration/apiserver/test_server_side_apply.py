@@ -1,0 +1,272 @@
+"""Server-side apply and managedFields against the embedded API server.
+
+Raw HTTP for exact Status bodies; the official client for what a Python user reads back
+(``metadata.managed_fields``). Each test uses its own object names in ``default``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import kubernetes
+import pytest
+
+from .conftest import RunningServer
+from .test_bad_input import Raw
+
+APPLY = {"Content-Type": "application/apply-patch+yaml"}
+MERGE = {"Content-Type": "application/merge-patch+json"}
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+WIDGETS = "/apis/ssa.example/v1/namespaces/default/widgets"
+CMS = "/api/v1/namespaces/default/configmaps"
+_STRING = {"type": "string"}
+CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.ssa.example"},
+    "spec": {
+        "group": "ssa.example",
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "properties": {
+                                    "image": _STRING,
+                                    "size": {"type": "integer"},
+                                    "args": {"type": "array", "items": _STRING},
+                                    "ports": {
+                                        "type": "array",
+                                        "x-kubernetes-list-type": "map",
+                                        "x-kubernetes-list-map-keys": ["name"],
+                                        "items": {
+                                            "type": "object",
+                                            "required": ["name"],
+                                            "properties": {
+                                                "name": _STRING,
+                                                "port": {"type": "integer"},
+                                            },
+                                        },
+                                    },
+                                },
+                            },
+                            "status": {"type": "object", "properties": {"phase": _STRING}},
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def raw(api: RunningServer) -> Raw:
+    client = Raw(api)
+    assert client.send("POST", CRDS, json.dumps(CRD).encode())[0] in (201, 409)
+    return client
+
+
+@pytest.fixture
+def name() -> str:
+    return f"w-{uuid.uuid4().hex[:8]}"
+
+
+def widget(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "ssa.example/v1",
+        "kind": "Widget",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def apply(
+    raw: Raw, path: str, body: dict[str, Any], manager: str, *, force: bool = False
+) -> tuple[int, Any]:
+    query = f"?fieldManager={manager}" + ("&force=true" if force else "")
+    return raw.send("PATCH", path + query, json.dumps(body).encode(), APPLY)
+
+
+def managers(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {e["manager"]: e for e in obj["metadata"].get("managedFields", [])}
+
+
+def test_apply_creates_then_reapply_is_a_no_op(raw: Raw, name: str) -> None:
+    body = widget(name, image="a", ports=[{"name": "http", "port": 80}])
+    code, created = apply(raw, f"{WIDGETS}/{name}", body, "alice")
+    assert code == 201, created
+    entry = managers(created)["alice"]
+    assert {k: v for k, v in entry.items() if k != "time"} == {
+        "manager": "alice",
+        "operation": "Apply",
+        "apiVersion": "ssa.example/v1",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {
+            "f:spec": {
+                "f:image": {},
+                "f:ports": {'k:{"name":"http"}': {".": {}, "f:name": {}, "f:port": {}}},
+            }
+        },
+    }
+    assert entry["time"].endswith("Z")
+    code, again = apply(raw, f"{WIDGETS}/{name}", body, "alice")
+    assert code == 200
+    assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert again["metadata"]["managedFields"] == created["metadata"]["managedFields"]
+
+
+def test_conflicting_manager_gets_409_and_force_takes_ownership(raw: Raw, name: str) -> None:
+    path = f"{WIDGETS}/{name}"
+    assert apply(raw, path, widget(name, image="a", size=1), "alice")[0] == 201
+    code, status = apply(raw, path, widget(name, image="b", size=1), "bob")
+    assert code == 409
+    assert status["reason"] == "Conflict"
+    assert status["message"] == 'Apply failed with 1 conflict: conflict with "alice": .spec.image'
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldManagerConflict",
+            "message": 'conflict with "alice"',
+            "field": ".spec.image",
+        }
+    ]
+    code, forced = apply(raw, path, widget(name, image="b", size=1), "bob", force=True)
+    assert code == 200, forced
+    assert forced["spec"] == {"image": "b", "size": 1}
+    owners = managers(forced)
+    assert owners["alice"]["fieldsV1"] == {"f:spec": {"f:size": {}}}  # shared, never conflicted
+    assert owners["bob"]["fieldsV1"] == {"f:spec": {"f:image": {}, "f:size": {}}}
+
+
+def test_several_conflicts_are_listed_per_manager(raw: Raw, name: str) -> None:
+    path = f"{WIDGETS}/{name}"
+    assert apply(raw, path, widget(name, image="a", size=1), "alice")[0] == 201
+    code, status = apply(raw, path, widget(name, image="b", size=2), "bob")
+    assert code == 409
+    assert status["message"] == (
+        'Apply failed with 2 conflicts: conflicts with "alice":\n- .spec.image\n- .spec.size'
+    )
+
+
+def test_omitted_fields_are_removed_unless_another_manager_owns_them(raw: Raw, name: str) -> None:
+    path = f"{WIDGETS}/{name}"
+    ports = [{"name": "http", "port": 80}]
+    assert apply(raw, path, widget(name, image="a", args=["x"], ports=ports), "alice")[0] == 201
+    metrics = [{"name": "metrics", "port": 9090}]
+    code, both = apply(raw, path, widget(name, args=["x"], ports=metrics), "bob")
+    assert code == 200, both
+    assert both["spec"]["ports"] == [*ports, *metrics]  # merged by the list-map key
+    code, after = apply(raw, path, widget(name, size=3), "alice")
+    assert code == 200, after["message"]
+    assert after["spec"] == {"args": ["x"], "ports": metrics, "size": 3}  # bob owns args too
+    assert managers(after)["alice"]["fieldsV1"] == {"f:spec": {"f:size": {}}}
+
+
+def test_update_managers_conflict_with_their_api_version(raw: Raw, name: str) -> None:
+    path = f"{WIDGETS}/{name}"
+    assert apply(raw, path, widget(name, image="a"), "alice")[0] == 201
+    patch = json.dumps({"spec": {"image": "edited"}}).encode()
+    code, edited = raw.send("PATCH", f"{path}?fieldManager=kubectl-edit", patch, MERGE)
+    assert code == 200
+    owners = managers(edited)
+    assert owners["kubectl-edit"]["operation"] == "Update"
+    assert owners["kubectl-edit"]["fieldsV1"] == {"f:spec": {"f:image": {}}}
+    assert "alice" not in owners  # an update takes the fields it sets
+    code, status = apply(raw, path, widget(name, image="a"), "alice")
+    assert code == 409
+    assert status["message"] == (
+        'Apply failed with 1 conflict: conflict with "kubectl-edit" using ssa.example/v1: '
+        ".spec.image"
+    )
+
+
+def test_create_with_a_field_manager_records_an_update(raw: Raw, name: str) -> None:
+    body = json.dumps(widget(name, image="a")).encode()
+    code, created = raw.send("POST", f"{WIDGETS}?fieldManager=kubectl-create", body)
+    assert code == 201
+    assert managers(created)["kubectl-create"]["fieldsV1"] == {"f:spec": {".": {}, "f:image": {}}}
+    code, plain = raw.send("POST", WIDGETS, json.dumps(widget(f"{name}-2", image="a")).encode())
+    assert code == 201
+    assert "managedFields" not in plain["metadata"]
+
+
+def test_first_apply_to_an_untracked_object_conflicts_with_before_first_apply(
+    raw: Raw, name: str
+) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "1"}}
+    assert raw.send("POST", CMS, json.dumps(body).encode())[0] == 201
+    changed = copy.deepcopy(body)
+    changed["data"]["k"] = "2"
+    code, status = apply(raw, f"{CMS}/{name}", changed, "alice")
+    assert code == 409
+    assert 'conflict with "before-first-apply" using v1: .data.k' in status["message"]
+    code, same = apply(raw, f"{CMS}/{name}", body, "alice")
+    assert code == 200
+    assert set(managers(same)) == {"alice", "before-first-apply"}
+
+
+def test_managed_fields_can_be_cleared(raw: Raw, name: str) -> None:
+    path = f"{WIDGETS}/{name}"
+    assert apply(raw, path, widget(name, image="a"), "alice")[0] == 201
+    cleared = json.dumps({"metadata": {"managedFields": [{}]}}).encode()
+    code, obj = raw.send("PATCH", path, cleared, MERGE)
+    assert code == 200
+    assert "managedFields" not in obj["metadata"]
+
+
+def test_status_subresource_apply(raw: Raw, name: str) -> None:
+    path = f"{WIDGETS}/{name}"
+    assert apply(raw, path, widget(name, image="a"), "alice")[0] == 201
+    body = {**widget(name), "status": {"phase": "Ready"}}
+    code, obj = apply(raw, f"{path}/status", body, "controller")
+    assert code == 200, obj
+    assert obj["status"] == {"phase": "Ready"}
+    assert obj["spec"] == {"image": "a"}
+    entry = managers(obj)["controller"]
+    assert entry["subresource"] == "status"
+    assert entry["fieldsV1"] == {"f:status": {"f:phase": {}}}
+
+
+@pytest.fixture
+def core(api: RunningServer) -> Iterator[kubernetes.client.CoreV1Api]:
+    client = kubernetes.config.new_client_from_config(config_file=str(api.kubeconfig))
+    try:
+        yield kubernetes.client.CoreV1Api(client)
+    finally:
+        client.close()
+
+
+def test_official_client_reads_managed_fields_of_merged_containers(
+    core: kubernetes.client.CoreV1Api, name: str
+) -> None:
+    def pod(container: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name},
+            "spec": {"containers": [{"name": container, "image": "img"}]},
+        }
+
+    kwargs: dict[str, Any] = {"_content_type": "application/apply-patch+yaml"}
+    core.patch_namespaced_pod(name, "default", pod("a"), field_manager="one", **kwargs)
+    got = core.patch_namespaced_pod(name, "default", pod("b"), field_manager="two", **kwargs)
+    assert [c.name for c in got.spec.containers] == ["a", "b"]
+    fields = {e.manager: (e.operation, e.fields_v1) for e in got.metadata.managed_fields}
+    assert fields["two"] == (
+        "Apply",
+        {"f:spec": {"f:containers": {'k:{"name":"b"}': {".": {}, "f:image": {}, "f:name": {}}}}},
+    )
+    assert fields["one"][1]["f:spec"]["f:containers"].keys() == {'k:{"name":"a"}'}
