@@ -17,13 +17,17 @@ import contextlib
 import logging
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
+from trainop.controller.manager import ManagerOptions
+from trainop.engine import quantities
+from trainop.engine.plan import EngineOptions
 from trainop.errors import TrainopError
 from trainop.local import apiserver, daemon
-from trainop.local.cluster import ClusterConfig, process_cluster
+from trainop.local.cluster import ClusterConfig, NodeResources, process_cluster
 
 
 @click.group("local")
@@ -72,14 +76,66 @@ _STATE_DIR = click.option(
 )
 
 
+def _node_options(command: Callable[..., None]) -> Callable[..., None]:
+    """``--workdir``, ``--cpus``, ``--memory``, ``--gpus`` and ``--gang-scheduler-name``."""
+    options = [
+        click.option(
+            "--workdir",
+            type=click.Path(file_okay=False, exists=True, path_type=Path),
+            default=None,
+            help="Where pods without workingDir start (default: the current directory).",
+        ),
+        click.option("--cpus", type=float, default=None, help="CPUs the node offers pods."),
+        click.option("--memory", default=None, help="Memory the node offers pods, e.g. 16Gi."),
+        click.option("--gpus", type=int, default=None, help="nvidia.com/gpu the node offers."),
+        click.option(
+            "--gang-scheduler-name",
+            default="",
+            help="volcano or scheduler-plugins: gang-schedule jobs with PodGroups (default: off).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _memory_bytes(text: str | None) -> int | None:
+    if text is None:
+        return None
+    amount = quantities.parse(text).amount
+    if amount <= 0:
+        raise click.BadParameter(f"not a memory quantity: {text!r}", param_hint="--memory")
+    return int(amount)
+
+
 @local.command("up")
 @_STATE_DIR
 @click.option("--port", default=0, show_default=True, help="API server port on 127.0.0.1 (0: any).")
-def up_command(state_dir: Path | None, port: int) -> None:
-    """Start a persistent local cluster in the background."""
+@_node_options
+def up_command(
+    state_dir: Path | None,
+    port: int,
+    workdir: Path | None,
+    cpus: float | None,
+    memory: str | None,
+    gpus: int | None,
+    gang_scheduler_name: str,
+) -> None:
+    """Start a persistent local cluster in the background.
+
+    Pods without a workingDir start in the directory ``up`` runs in (or ``--workdir``), as
+    under ``trainop run``; pods bind only when the node's CPUs, memory and GPUs (the
+    machine's, or these flags') cover their requests."""
     directory = state_dir or daemon.default_state_dir()
+    _memory_bytes(memory)
+    args = ["--workdir", str((workdir or Path.cwd()).resolve())]
+    for flag, value in (("--cpus", cpus), ("--memory", memory), ("--gpus", gpus)):
+        if value is not None:
+            args += [flag, str(value)]
+    if gang_scheduler_name:
+        args += ["--gang-scheduler-name", gang_scheduler_name]
     try:
-        current = daemon.up(directory, port=port)
+        current = daemon.up(directory, port=port, serve_args=args)
     except TrainopError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"local cluster running (pid {current.pid})")
@@ -108,22 +164,36 @@ def status_command(state_dir: Path | None) -> None:
 @local.command("serve", hidden=True)
 @_STATE_DIR
 @click.option("--port", default=0)
-def serve_command(state_dir: Path | None, port: int) -> None:
+@_node_options
+def serve_command(
+    state_dir: Path | None,
+    port: int,
+    workdir: Path | None,
+    cpus: float | None,
+    memory: str | None,
+    gpus: int | None,
+    gang_scheduler_name: str,
+) -> None:
     """Run the local cluster in the foreground (what ``up`` starts)."""
     directory = state_dir or daemon.default_state_dir()
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    asyncio.run(_serve_cluster(directory, port))
+    node = NodeResources(cpus=cpus, memory=_memory_bytes(memory), gpus=gpus)
+    working_dir = (workdir or Path.cwd()).resolve()
+    manager = ManagerOptions(engine=EngineOptions(gang_scheduler_name=gang_scheduler_name))
+    config = ClusterConfig(state_dir=directory, port=port, manager=manager)
+    asyncio.run(_serve_cluster(config, working_dir, node))
 
 
-async def _serve_cluster(state_dir: Path, port: int) -> None:
+async def _serve_cluster(config: ClusterConfig, working_dir: Path, node: NodeResources) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    config = ClusterConfig(state_dir=state_dir, port=port)
-    async with process_cluster(config, working_dir=state_dir):
+    state_dir = config.state_dir
+    logging.getLogger(__name__).info("pods without workingDir start in %s", working_dir)
+    async with process_cluster(config, working_dir=working_dir, resources=node):
         daemon.mark_ready(state_dir)
         try:
             await stop.wait()

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,8 +53,11 @@ def status(state_dir: Path) -> Status:
     return Status(running=running, pid=pid if running else None, state_dir=state_dir)
 
 
-def up(state_dir: Path, *, port: int = 0, timeout: float = 60.0) -> Status:
-    """Start the background cluster (a no-op when it already runs)."""
+def up(
+    state_dir: Path, *, port: int = 0, timeout: float = 60.0, serve_args: Sequence[str] = ()
+) -> Status:
+    """Start the background cluster (a no-op when it already runs); ``serve_args`` are more
+    ``trainop local serve`` options (working directory, node resources, gang scheduler)."""
     current = status(state_dir)
     if current.running:
         return current
@@ -69,6 +73,7 @@ def up(state_dir: Path, *, port: int = 0, timeout: float = 60.0) -> Status:
         str(state_dir),
         "--port",
         str(port),
+        *serve_args,
     ]
     with (state_dir / LOG_FILE).open("ab") as log:
         process = subprocess.Popen(

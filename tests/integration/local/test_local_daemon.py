@@ -64,3 +64,40 @@ def test_up_run_a_job_with_the_official_client_down_up_and_it_is_still_there(sta
     listed = custom.list_namespaced_custom_object("kubeflow.org", "v1", "default", "pytorchjobs")
     assert [item["metadata"]["name"] for item in listed["items"]] == ["daemon"]
     assert ("Succeeded", "True") in conditions(custom, "daemon")
+
+
+def test_up_starts_pods_in_its_working_directory_and_offers_the_cpus_it_is_given(
+    state: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "hello.py").write_text("import os; print('hello from', os.getcwd())\n")
+    command = [sys.executable, "-m", "trainop.cli.main", "local", "up", "--state-dir", str(state)]
+    started = subprocess.run(
+        [*command, "--cpus", "1"], capture_output=True, text=True, timeout=120, cwd=project
+    )
+    assert started.returncode == 0, started.stdout + started.stderr
+    custom = k8s.CustomObjectsApi(api(state))
+    relative = ["python3", "hello.py"]
+    manifest = job("wd", master=relative, worker=relative)
+    manifest["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 1
+    for spec in manifest["spec"]["pytorchReplicaSpecs"].values():
+        spec["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    custom.create_namespaced_custom_object("kubeflow.org", "v1", "default", "pytorchjobs", manifest)
+    until(lambda: ("Succeeded", "True") in conditions(custom, "wd"), timeout=60, what="Succeeded")
+    core = k8s.CoreV1Api(api(state))
+    assert f"hello from {project}" in core.read_namespaced_pod_log("wd-master-0", "default")
+
+    # One CPU: the two replicas, one CPU each, never ran together.
+    def finished() -> list[tuple[object, object]]:
+        statuses = [
+            s
+            for p in core.list_namespaced_pod("default").items
+            for s in p.status.container_statuses or []
+        ]
+        ended = [s.state.terminated for s in statuses if s.state.terminated]
+        return [(t.started_at, t.finished_at) for t in ended] if len(ended) == 2 else []
+
+    until(lambda: bool(finished()), timeout=60, what="both replicas finished")
+    first, second = sorted(finished(), key=lambda span: str(span[0]))
+    assert str(first[1]) <= str(second[0])
