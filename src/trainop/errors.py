@@ -9,6 +9,7 @@ chained with ``raise ... from exc`` so the cause is never lost::
     ├── InvalidJobError        a job failed parsing, defaulting or validation; carries FieldErrors
     ├── UnknownKindError       a kind that is not one of the seven kubeflow.org/v1 job kinds
     ├── TerminalError          a reconcile failed in a way no retry can fix (not requeued)
+    ├── InvalidTemplateError   an operator template (PyTorch init container file) cannot be used
     ├── local.ports.PortsExhaustedError
     │                          the local port range cannot address a job now (it waits)
     ├── sdk.errors.SdkError    the SDK's own: InvalidArgumentError (ValueError), JobFailedError
@@ -45,6 +46,11 @@ class UnknownKindError(TrainopError):
 
 class TerminalError(TrainopError):
     """A reconcile failed in a way that retrying cannot fix; the key is not requeued."""
+
+
+class InvalidTemplateError(TrainopError):
+    """An operator-wide template (``--pytorch-init-container-template-file``) cannot be
+    rendered into containers."""
 
 
 @dataclass(frozen=True, slots=True)

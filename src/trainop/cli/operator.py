@@ -21,7 +21,8 @@ from trainop.controller.manager import ManagerOptions
 from trainop.controller.operator import DEFAULT_LEADER_ELECTION_ID, OperatorConfig, run_operator
 from trainop.controller.webhook import WebhookSettings
 from trainop.engine.plan import EngineOptions
-from trainop.frameworks.base import FrameworkOptions
+from trainop.frameworks import pytorch
+from trainop.frameworks.base import DEFAULT_PYTORCH_INIT_CONTAINER_TEMPLATE, FrameworkOptions
 
 _SCHEMES = {info.kind.lower(): info.kind for info in KINDS}
 _LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "error": logging.ERROR}
@@ -82,7 +83,8 @@ def _schemes(
     "--pytorch-init-container-template-file",
     default="/etc/config/initContainer.yaml",
     show_default=True,
-    help="Accepted for compatibility; the built-in template is used.",
+    help="YAML list of init containers for PyTorch workers (Go template with .MasterAddr, "
+    ".InitContainerImage, .MaxTries); used when readable, else the built-in one.",
 )
 @click.option(
     "--mpi-kubectl-delivery-image", default="kubeflow/kubectl-delivery:latest", show_default=True
@@ -129,6 +131,9 @@ def _config(flags: dict[str, object]) -> OperatorConfig:
     frameworks = FrameworkOptions(
         pytorch_init_container_image=str(flags["pytorch_init_container_image"]),
         pytorch_init_container_max_tries=int(str(flags["pytorch_init_container_max_tries"])),
+        pytorch_init_container_template=init_container_template(
+            Path(str(flags["pytorch_init_container_template_file"]))
+        ),
         mpi_kubectl_delivery_image=str(flags["mpi_kubectl_delivery_image"]),
     )
     engine = EngineOptions(
@@ -158,6 +163,21 @@ def _config(flags: dict[str, object]) -> OperatorConfig:
         webhook=_webhook(flags),
         webhook_secret_name=str(flags["webhook_secret_name"]),
     )
+
+
+def init_container_template(path: Path) -> str:
+    """The template in ``path`` when it can be read (upstream's rule), else the built-in one.
+
+    A template that is read is rendered once here, so a broken file stops the operator at
+    start (``InvalidTemplateError``) instead of failing every PyTorch worker's creation.
+    """
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return DEFAULT_PYTORCH_INIT_CONTAINER_TEMPLATE
+    pytorch.render_init_containers(text, master="job-master-0", image="image", max_tries=1)
+    logging.getLogger(__name__).info("PyTorch init containers from %s", path)
+    return text
 
 
 def _webhook(flags: dict[str, object]) -> WebhookSettings | None:

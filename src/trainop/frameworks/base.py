@@ -54,6 +54,23 @@ class EnvVar:
         return {"name": self.name, "value": self.value}
 
 
+# The init container of PyTorch workers, as upstream v1.9 renders it by default: the command
+# string must stay identical (operators' admission policies and dashboards match on it).
+DEFAULT_PYTORCH_INIT_CONTAINER_TEMPLATE = """
+- name: init-pytorch
+  image: {{.InitContainerImage}}
+  imagePullPolicy: IfNotPresent
+  resources:
+    limits:
+      cpu: 100m
+      memory: 20Mi
+    requests:
+      cpu: 50m
+      memory: 10Mi
+  command: ['sh', '-c', 'err=1;for i in $(seq {{.MaxTries}}); do if nslookup {{.MasterAddr}}; \
+then err=0 && break; fi;echo waiting for master; sleep 2; done; exit $err']"""
+
+
 @dataclass(frozen=True, slots=True)
 class FrameworkOptions:
     """Operator-wide settings some plugins read (upstream command-line flags)."""
@@ -63,6 +80,10 @@ class FrameworkOptions:
     wait_for_peer_dns: bool = True
     pytorch_init_container_image: str = "alpine:3.10"
     pytorch_init_container_max_tries: int = 100
+    # Upstream's template (a YAML list of containers with ``{{.MasterAddr}}``,
+    # ``{{.InitContainerImage}}`` and ``{{.MaxTries}}``), or the text of the file
+    # ``--pytorch-init-container-template-file`` names.
+    pytorch_init_container_template: str = DEFAULT_PYTORCH_INIT_CONTAINER_TEMPLATE
     mpi_kubectl_delivery_image: str = "kubeflow/kubectl-delivery:latest"
     # Prefix of the absolute paths a plugin writes into env values: empty on a cluster; in
     # local mode ``$(TRAINOP_ROOT)``, where the process kubelet materialises a container's

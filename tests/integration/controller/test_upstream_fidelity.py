@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -26,7 +27,9 @@ from tests.integration.controller.cluster import (
     start_cluster_server,
 )
 from tests.unit.api.builders import manifest
+from trainop import errors
 from trainop.api.kinds import KINDS
+from trainop.cli.operator import _config, operator
 from trainop.controller.manager import ManagerOptions
 from trainop.kube.client import Obj
 from trainop.kube.resources import CONFIGMAPS, ROLEBINDINGS, SERVICEACCOUNTS
@@ -251,3 +254,99 @@ def test_mxjob_accepts_any_job_mode_string(server: RunningServer, mode: str) -> 
         await cluster.until_condition("MXJob", "mx", "Running")
 
     run_cluster(server, body)
+
+
+# --- item 8: the PyTorch init container ---------------------------------------------------
+
+
+def _operator_options(*args: str) -> ManagerOptions:
+    """The manager options ``trainop operator`` builds from these flags."""
+    context = operator.make_context("operator", list(args))
+    return _config(context.params).manager
+
+
+def _init_containers(pods: dict[str, Obj]) -> list[Obj]:
+    found: list[Obj] = pods["pt-worker-0"]["spec"].get("initContainers") or []
+    return found
+
+
+def test_pytorch_init_container_is_upstreams_default(server: RunningServer) -> None:
+    """Upstream ``pytorch/initcontainer.go`` (v1.9 default template, max tries 100)."""
+    options = _operator_options("--pytorch-init-container-template-file", "/nonexistent.yaml")
+
+    async def body(cluster: Cluster) -> None:
+        await cluster.create_job(manifest("PyTorchJob", name="pt"))
+        pods = await cluster.until_pods("pt", 3)
+        assert _init_containers(pods) == [
+            {
+                "name": "init-pytorch",
+                "image": "alpine:3.10",
+                "imagePullPolicy": "IfNotPresent",
+                "resources": {
+                    "limits": {"cpu": "100m", "memory": "20Mi"},
+                    "requests": {"cpu": "50m", "memory": "10Mi"},
+                },
+                "command": [
+                    "sh",
+                    "-c",
+                    "err=1;for i in $(seq 100); do if nslookup pt-master-0; then err=0 && break;"
+                    " fi;echo waiting for master; sleep 2; done; exit $err",
+                ],
+            }
+        ]
+        assert "initContainers" not in pods["pt-master-0"]["spec"]
+
+    run_cluster(server, body, options=options)
+
+
+# The restricted template Kubeflow's manifests mount with --pytorch-init-container-template-file.
+RESTRICTED = """\
+- name: init-pytorch
+  image: {{.InitContainerImage}}
+  imagePullPolicy: IfNotPresent
+  command: ['sh', '-c', 'err=1;for i in $(seq {{.MaxTries}}); do if nslookup {{.MasterAddr}}; \
+then err=0 && break; fi;echo waiting for master; sleep 2; done; exit $err']
+  securityContext:
+    allowPrivilegeEscalation: false
+    runAsNonRoot: true
+    runAsUser: 1000
+"""
+
+
+def test_pytorch_init_container_template_file_is_honoured(
+    server: RunningServer, tmp_path: Path
+) -> None:
+    template = tmp_path / "initContainer.yaml"
+    template.write_text(RESTRICTED)
+    options = _operator_options(
+        "--pytorch-init-container-template-file",
+        str(template),
+        "--pytorch-init-container-max-tries",
+        "7",
+        "--pytorch-init-container-image",
+        "busybox:1.36",
+    )
+
+    async def body(cluster: Cluster) -> None:
+        await cluster.create_job(manifest("PyTorchJob", name="pt"))
+        pods = await cluster.until_pods("pt", 3)
+        [init] = _init_containers(pods)
+        assert init["image"] == "busybox:1.36"
+        assert init["securityContext"] == {
+            "allowPrivilegeEscalation": False,
+            "runAsNonRoot": True,
+            "runAsUser": 1000,
+        }
+        assert init["command"][2] == (
+            "err=1;for i in $(seq 7); do if nslookup pt-master-0; then err=0 && break; fi;"
+            "echo waiting for master; sleep 2; done; exit $err"
+        )
+
+    run_cluster(server, body, options=options)
+
+
+def test_a_broken_init_container_template_stops_the_operator(tmp_path: Path) -> None:
+    template = tmp_path / "initContainer.yaml"
+    template.write_text("- name: x\n  image: {{.Image}}\n")
+    with pytest.raises(errors.InvalidTemplateError, match="can't evaluate field Image"):
+        _operator_options("--pytorch-init-container-template-file", str(template))
