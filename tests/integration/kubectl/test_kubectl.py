@@ -220,3 +220,31 @@ def test_server_side_apply_conflict_and_force(kubectl: Kubectl, ns: str, tmp_pat
     kubectl_worker = fields["kubectl"]["fieldsV1"]["f:spec"]["f:pytorchReplicaSpecs"]["f:Worker"]
     assert "f:restartPolicy" not in kubectl_worker
     kubectl.run("delete", *job, "--wait=false")
+
+
+def test_server_side_apply_takes_over_from_client_side_apply(
+    kubectl: Kubectl, ns: str, tmp_path: Path
+) -> None:
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "moved"}}
+    first = _write(tmp_path, yaml.safe_dump({**config, "data": {"a": "1", "b": "2"}}), "1.yaml")
+    second = _write(tmp_path, yaml.safe_dump({**config, "data": {"a": "9"}}), "2.yaml")
+
+    def managers() -> dict[str, Any]:
+        got = kubectl.out("get", "-n", ns, "cm/moved", "-o", "json", "--show-managed-fields")
+        return {e["manager"]: e for e in json.loads(got)["metadata"]["managedFields"]}
+
+    kubectl.run("apply", "-n", ns, "-f", first)
+    csa = managers()["kubectl-client-side-apply"]
+    assert csa["operation"] == "Update"
+    assert csa["fieldsV1"]["f:data"] == {".": {}, "f:a": {}, "f:b": {}}
+    refused = kubectl.run("apply", "--server-side", "-n", ns, "-f", second, check=False)
+    assert refused.returncode == 1  # as in kube: the client-side applier owns data.a
+    assert 'conflict with "kubectl-client-side-apply" using v1: .data.a' in refused.stderr
+    # The same content applies; kubectl then moves the client-side fields to its manager.
+    kubectl.run("apply", "--server-side", "-n", ns, "-f", first)
+    moved = managers()
+    assert "kubectl-client-side-apply" not in moved
+    assert moved["kubectl"]["fieldsV1"]["f:data"] == {"f:a": {}, "f:b": {}}
+    kubectl.run("apply", "--server-side", "-n", ns, "-f", second)
+    data = kubectl.out("get", "-n", ns, "cm/moved", "-o", "jsonpath={.data}")
+    assert json.loads(data) == {"a": "9"}  # b, applied before and omitted now, is gone

@@ -141,3 +141,12 @@ def test_depth_is_measured_without_recursion() -> None:
         deep = [deep]
     assert fieldsets.depth(deep) == 50_001
     assert fieldsets.depth({"a": {"b": 1}}) == 3
+
+
+def test_a_created_builtin_object_owns_its_new_maps_but_not_its_structs() -> None:
+    new = {"metadata": {"annotations": {"x": "y"}}, "spec": {"template": {"spec": {}}}}
+    changed, _ = fieldsets.changes({}, new, BUILTIN)
+    assert fieldsets.encode(changed) == {
+        "f:metadata": {"f:annotations": {".": {}, "f:x": {}}},
+        "f:spec": {"f:template": {"f:spec": {}}},
+    }

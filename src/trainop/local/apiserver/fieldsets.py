@@ -151,17 +151,18 @@ def list_kind(shape: Shape, *lists: list[Any]) -> tuple[str, ...] | None:
 def members(value: Any, shape: Shape, path: Path = ()) -> set[Path]:
     """The paths a value makes a member (what an applier of ``value`` owns)."""
     out: set[Path] = set()
-    _members(value, shape, path, out)
+    _members(value, shape, path, out, added=False)
     return out
 
 
-def _members(value: Any, shape: Shape, path: Path, out: set[Path]) -> None:
+def _members(value: Any, shape: Shape, path: Path, out: set[Path], *, added: bool) -> None:
+    """``added``: the value is new in an update, so its map nodes are members too."""
     if isinstance(value, dict) and not shape.is_atomic_map():
         for key, sub_value in value.items():
             sub, declared = shape.child(key)
             sub_path = (*path, f"f:{key}")
-            _members(sub_value, sub, sub_path, out)
-            if sub_value is None or sub_value == {} or not declared:
+            _members(sub_value, sub, sub_path, out, added=added)
+            if _is_node_member(sub_value, sub, declared=declared, added=added):
                 out.add(sub_path)
     elif isinstance(value, list):
         keys = list_kind(shape, value)
@@ -170,10 +171,16 @@ def _members(value: Any, shape: Shape, path: Path, out: set[Path]) -> None:
             return
         for item in value:
             item_path = (*path, element(item, keys))
-            _members(item, shape.item(), item_path, out)
+            _members(item, shape.item(), item_path, out, added=added)
             out.add(item_path)
     else:
         out.add(path)
+
+
+def _is_node_member(value: Any, shape: Shape, *, declared: bool, added: bool) -> bool:
+    if value is None or value == {} or not declared:
+        return True
+    return added and isinstance(value, dict) and shape.is_new_map_member(declared)
 
 
 def changes(old: Any, new: Any, shape: Shape, path: Path = ()) -> tuple[set[Path], set[Path]]:
@@ -194,13 +201,13 @@ def _changes(
             if key in old:
                 _changes(old[key], value, sub, sub_path, changed, removed)
                 continue
-            _members(value, sub, sub_path, changed)
+            _members(value, sub, sub_path, changed, added=True)
             if isinstance(value, dict) and (not value or sub.is_new_map_member(declared)):
                 changed.add(sub_path)
         for key in old.keys() - new.keys():
             sub_path = (*path, f"f:{key}")
             removed.add(sub_path)
-            _members(old[key], shape.child(key)[0], sub_path, removed)
+            _members(old[key], shape.child(key)[0], sub_path, removed, added=True)
         return
     if isinstance(old, list) and isinstance(new, list):
         keys = list_kind(shape, old, new)
@@ -228,10 +235,10 @@ def _list_changes(
             _changes(before[name], item, shape.item(), item_path, changed, removed)
         else:
             changed.add(item_path)
-            _members(item, shape.item(), item_path, changed)
+            _members(item, shape.item(), item_path, changed, added=True)
     for name in before.keys() - after.keys():
         removed.add((*path, name))
-        _members(before[name], shape.item(), (*path, name), removed)
+        _members(before[name], shape.item(), (*path, name), removed, added=True)
 
 
 # ---- reading and removing paths ----------------------------------------------------------
