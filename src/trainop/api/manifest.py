@@ -7,6 +7,8 @@ from (``source``) so that errors name the file.
 - ``parse_documents(text)`` → the mappings of a (multi-document) YAML or JSON text;
 - ``parse_job(obj)`` → a typed job of the right kind, or ``InvalidJobError``;
 - ``load_job(obj)`` → ``parse_job`` plus ``validation.validate``; errors raise;
+- ``check_job(obj, old=None)`` → the one admission decision (create, or update against
+  ``old``) that ``trainop validate``, the webhook and the embedded API server all run;
 - ``dump_job(job)`` → the wire mapping (camelCase, absent fields omitted, unknown
   pod-template fields exactly as they came in).
 """
@@ -20,7 +22,7 @@ from pydantic import ValidationError
 
 from trainop.api.kinds import kind_info
 from trainop.api.types import API_VERSION, Job
-from trainop.api.validation import validate
+from trainop.api.validation import Validation, validate, validate_update
 from trainop.errors import FieldError, InvalidJobError, ManifestError, UnknownKindError
 
 # Wire fields whose values are maps: the segment after one of these is a key, shown in brackets.
@@ -69,6 +71,29 @@ def load_job(obj: object, *, source: str | None = None) -> Job:
     if not result.ok:
         raise InvalidJobError(result.errors, source=source)
     return job
+
+
+def check_job(obj: object, old: object = None) -> Validation:
+    """The admission decision for a job mapping, never raising on bad input.
+
+    Create (``old`` is None): parse, default and ``validate``. Update: ``validate_update``
+    against the stored ``old`` (immutable fields); an ``old`` that does not parse (stored
+    before any check judged it) lets its owner repair it, judged on its own. A mapping that
+    does not parse is refused with the field errors of the parse.
+    """
+    try:
+        new = parse_job(obj)
+    except InvalidJobError as exc:
+        return Validation(exc.errors)
+    except ManifestError as exc:
+        return Validation((FieldError("<root>", "Invalid", str(exc)),))
+    if old is None:
+        return validate(new)
+    try:
+        previous = parse_job(old)
+    except (InvalidJobError, ManifestError):
+        return validate(new)
+    return validate_update(previous, new)
 
 
 def dump_job(job: Job) -> dict[str, Any]:

@@ -67,12 +67,18 @@ def validate_update(old: Job, new: Job) -> Validation:
     if old.run_policy.managed_by != new.run_policy.managed_by:
         errors.append(_immutable("spec.runPolicy.managedBy"))
     if _queue(old.run_policy) != _queue(new.run_policy) and _queue(old.run_policy) is not None:
-        errors.append(_immutable("spec.runPolicy.schedulingPolicy.queue"))
+        errors.append(_queue_immutable())
     return Validation(tuple(errors), result.warnings)
 
 
 def _immutable(path: str) -> FieldError:
     return FieldError(path, "Invalid", "field is immutable")
+
+
+def _queue_immutable() -> FieldError:
+    """Upstream's CRD rule (CEL ``self == oldSelf``) in kube-apiserver's words."""
+    path = "spec.runPolicy.schedulingPolicy.queue"
+    return FieldError(path, "Invalid", f'Invalid value: "string": {path} is immutable')
 
 
 def _queue(policy: RunPolicy) -> str | None:

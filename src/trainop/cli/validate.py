@@ -12,8 +12,8 @@ from pathlib import Path
 
 import click
 
-from trainop.api import manifest, validation
-from trainop.errors import FieldError, InvalidJobError, ManifestError, TrainopError
+from trainop.api import manifest
+from trainop.errors import FieldError, ManifestError, TrainopError
 
 
 @click.command("validate")
@@ -48,18 +48,19 @@ def _read(filename: Path) -> str:
 
 
 def _check(document: dict[str, object], *, source: str) -> bool:
-    """Print the outcome for one document; whether it is a valid job."""
-    try:
-        job = manifest.parse_job(document, source=source)
-    except InvalidJobError as exc:
-        _print_errors(exc.errors, source=source)
-        return False
-    except TrainopError as exc:
-        click.echo(str(exc))
-        return False
-    result = validation.validate(job)
+    """Print the outcome for one document; whether it is a valid job.
+
+    The decision is ``manifest.check_job``, the one the webhook and the embedded API server's
+    admission make, so a job this command accepts is one they accept.
+    """
+    result = manifest.check_job(document)
     if not result.ok:
         _print_errors(result.errors, source=source)
+        return False
+    try:
+        job = manifest.parse_job(document, source=source)
+    except TrainopError as exc:  # not reached: check_job parsed it already
+        click.echo(str(exc))
         return False
     click.echo(f"OK {job.kind}/{job.metadata.name or '<unnamed>'}")
     for warning in result.warnings:

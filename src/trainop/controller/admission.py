@@ -5,7 +5,8 @@ decodes an ``admission.k8s.io/v1`` ``AdmissionReview`` posted to the path of kin
 decides, and returns the HTTP status and the ``AdmissionReview`` to send back. It never raises
 on bad input.
 
-- CREATE → ``validate(parse_job(object))``; UPDATE → ``validate_update(old, new)``;
+- CREATE and UPDATE → ``manifest.check_job`` (the check ``trainop validate`` and the embedded
+  API server run too: ``validate``, or ``validate_update`` against the old object);
   DELETE and CONNECT → allowed.
 - Denied: ``allowed: false`` and ``status {code: 403, reason: Forbidden, message}``, what
   controller-runtime's ``admission.Denied`` sends for a validator's error. The message is a
@@ -31,7 +32,7 @@ from typing import Any
 from trainop.api import manifest, validation
 from trainop.api.kinds import KindInfo
 from trainop.api.types import API_VERSION
-from trainop.errors import FieldError, InvalidJobError
+from trainop.errors import FieldError
 
 CONFIGURATION_NAME = "validator.training-operator.kubeflow.org"
 REVIEW_KIND = "AdmissionReview"
@@ -148,24 +149,11 @@ def _job_object(info: KindInfo, request: Review, field: str) -> Review:
 
 
 def _validate_create(obj: Review) -> validation.Validation:
-    try:
-        job = manifest.parse_job(obj)
-    except InvalidJobError as exc:
-        return validation.Validation(exc.errors)
-    return validation.validate(job)
+    return manifest.check_job(obj)
 
 
 def _validate_update(old_obj: Review, new_obj: Review) -> validation.Validation:
-    try:
-        new = manifest.parse_job(new_obj)
-    except InvalidJobError as exc:
-        return validation.Validation(exc.errors)
-    try:
-        old = manifest.parse_job(old_obj)
-    except InvalidJobError:
-        # Stored before this webhook judged it; let its owner repair it, judged on its own.
-        return validation.validate(new)
-    return validation.validate_update(old, new)
+    return manifest.check_job(new_obj, old=old_obj)
 
 
 def _response(outcome: validation.Validation) -> Review:

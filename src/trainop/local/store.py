@@ -171,6 +171,17 @@ class Store:
         keys = sorted(k for k in table if namespace is None or k[0] == namespace)
         return [table[k] for k in keys]
 
+    def count(self, resource: str) -> int:
+        """How many objects of ``resource`` exist, counting queued creates and deletes."""
+        table = self._committed.get(resource, {})
+        total = len(table)
+        for key, stored in self._pending.items():
+            if key.resource != resource:
+                continue
+            present = (key.namespace, key.name) in table
+            total += (stored is not None and not present) - (stored is None and present)
+        return total
+
     def iter_all(self) -> Iterator[Stored]:
         """Every committed object of every resource (for indexes rebuilt at start)."""
         for table in self._committed.values():

@@ -73,9 +73,17 @@ def start_server(
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    """A server shared by the tests of one module (short history so 410 is reachable)."""
+    """A server shared by the tests of one module (short history so 410 is reachable).
+
+    These modules serve a stand-in ``pytorchjobs.kubeflow.org`` CRD (``test_scenarios.CRD``)
+    whose objects are not training jobs, so the webhook's job rules are off here; the suites
+    with the real CRDs (``tests/integration/controller``, ``test_admission``) keep them on.
+    """
     yield from start_server(
-        tmp_path_factory.mktemp("apiserver"), bookmark_interval=0.2, history=100
+        tmp_path_factory.mktemp("apiserver"),
+        bookmark_interval=0.2,
+        history=100,
+        job_admission=False,
     )
 
 

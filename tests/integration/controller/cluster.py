@@ -84,9 +84,10 @@ def crds() -> Iterator[Obj]:
     yield pod_group_crd("scheduling.x-k8s.io", "v1alpha1")
 
 
-def start_cluster_server(state_dir: Path) -> Iterator[RunningServer]:
-    """An embedded API server with every CRD the suite needs installed."""
-    for server in start_server(state_dir, bookmark_interval=0.5):
+def start_cluster_server(state_dir: Path, **options: Any) -> Iterator[RunningServer]:
+    """An embedded API server with every CRD the suite needs installed (``options``: more
+    ``ServerConfig`` fields, e.g. ``limits``)."""
+    for server in start_server(state_dir, bookmark_interval=0.5, **options):
         asyncio.run(_install_crds(server.kubeconfig))
         yield server
 

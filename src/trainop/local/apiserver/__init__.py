@@ -7,14 +7,24 @@ is deliberately not served.
 
 Modules: ``server`` (lifecycle, dispatch), ``routing`` (paths), ``resources`` (served types),
 ``call`` (request + shared state), ``reads``/``writes``/``deletion``/``watch``/``logs``
-(handlers by concern), ``admission``/``validation``/``crdschema`` (checks), ``objects``
+(handlers by concern), ``bodies`` (size, depth and Unicode limits of request bodies),
+``admission``/``validation``/``crdschema``/``limits`` (checks), ``objects``
 (create/update field rules), ``patch``, ``selectors``, ``gc``, ``crds``, ``discovery``,
 ``auth``, ``status`` (errors as Status bodies).
 """
 
 from __future__ import annotations
 
+from .limits import Limits
 from .logs import LogLine, LogRef, LogSource, MemoryLogSource
 from .server import ApiServer, ServerConfig
 
-__all__ = ["ApiServer", "LogLine", "LogRef", "LogSource", "MemoryLogSource", "ServerConfig"]
+__all__ = [
+    "ApiServer",
+    "Limits",
+    "LogLine",
+    "LogRef",
+    "LogSource",
+    "MemoryLogSource",
+    "ServerConfig",
+]

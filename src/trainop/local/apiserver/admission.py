@@ -6,16 +6,31 @@ the URL (400), custom resources are pruned, defaulted and validated against thei
 schema and built-in kinds against the Kubernetes JSON schema (422 with field causes), and
 unknown fields are rejected under ``fieldValidation=Strict`` (400) or reported in a
 ``Warning`` header otherwise.
+
+Then the checks a cluster's admission chain adds, so that what is stored here is what a real
+cluster with trainop's webhook would store (docs/design/010, "Admission"):
+
+- training jobs (the seven ``kubeflow.org/v1`` kinds; create, update and every patch, the
+  ``status`` subresource excepted as the webhook does not see it): the local replica ceiling
+  (``limits``), then ``manifest.check_job``, the very check of ``trainop validate`` and the
+  webhook (``validate_update`` against the stored object on an update); errors are 422 with
+  one cause per field, warnings go in ``Warning`` headers;
+- pods, ConfigMaps and Secrets: kube's name and path rules (``api.pod_rules``) and the 1 MiB
+  data limit; every kind: the metadata limits of ``validation.metadata_errors``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from trainop.api import manifest, pod_rules
+from trainop.api.kinds import KINDS, KindInfo
 from trainop.errors import FieldError
 
-from . import builtin_fields, resources, status, validation
+from . import builtin_fields, limits, resources, status, validation
 from .call import ApiState, Call
+
+_TRAINING_KINDS = {info.kind: info for info in KINDS}
 
 
 def check_type(rt: resources.ResourceType, obj: dict[str, Any]) -> None:
@@ -59,9 +74,21 @@ def check_metadata(call: Call, obj: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
-def admit(state: ApiState, call: Call, obj: dict[str, Any]) -> list[str]:
-    """Prune/default/validate ``obj`` in place; 422 on errors. Returns warnings to send."""
+def admit(
+    state: ApiState, call: Call, obj: dict[str, Any], old: dict[str, Any] | None = None
+) -> list[str]:
+    """Prune/default/validate ``obj`` in place; 422 on errors. Returns warnings to send.
+
+    ``old`` is the stored object on an update (None on create): a training job's update is
+    judged by the webhook's update rules (immutable fields) against it.
+    """
     rt = call.rt
+    name = str((obj.get("metadata") or {}).get("name") or "")
+    job_kind = _job_kind(state, rt)
+    if job_kind is not None and call.subresource is None:
+        ceiling = limits.replica_errors(job_kind, obj, state.limits.max_replicas_per_job)
+        if ceiling:
+            raise status.invalid(rt, name, ceiling)
     errors: list[FieldError] = validation.metadata_errors(
         obj, plural=rt.plural, namespaced=rt.namespaced
     )
@@ -77,10 +104,37 @@ def admit(state: ApiState, call: Call, obj: dict[str, Any]) -> list[str]:
             builtin_fields.merge_string_data(obj)
         warnings = _unknown_fields(call, builtin_fields.unknown(rt.definition, obj))
         errors += validation.builtin_validator(rt.definition).errors(obj)
+    if not errors and call.subresource is None:
+        errors += _object_rules(rt, obj)
+    if not errors and job_kind is not None and call.subresource is None:
+        decision = manifest.check_job(obj, old=old)
+        errors += decision.errors
+        warnings += decision.warnings
     if errors:
-        name = str(obj.get("metadata", {}).get("name") or "")
         raise status.invalid(rt, name, errors)
     return warnings
+
+
+def _job_kind(state: ApiState, rt: resources.ResourceType) -> KindInfo | None:
+    """The training kind served at ``rt`` (kubeflow.org/v1), when jobs are admitted here."""
+    if not state.job_admission or (rt.group, rt.version) != ("kubeflow.org", "v1"):
+        return None
+    return _TRAINING_KINDS.get(rt.kind)
+
+
+def _object_rules(rt: resources.ResourceType, obj: dict[str, Any]) -> list[FieldError]:
+    """kube-apiserver's own rules beyond the schema for pods, ConfigMaps and Secrets: the
+    names and paths of ``pod_rules`` (the sandbox's first half) and the data size limit."""
+    if rt.group:
+        return []
+    if rt.plural == "pods":
+        spec = obj.get("spec")
+        return pod_rules.pod_spec_errors(spec, path="spec") if isinstance(spec, dict) else []
+    if rt.plural in ("configmaps", "secrets"):
+        return pod_rules.data_key_errors(obj) + validation.data_size_errors(
+            obj, secret=rt.plural == "secrets"
+        )
+    return []
 
 
 def _unknown_fields(call: Call, pruned: list[str]) -> list[str]:

@@ -9,7 +9,6 @@ registry and the collaborators (log source, clock, CRD schemas) that the server 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,7 +18,8 @@ from aiohttp import web
 
 from trainop.local import store
 
-from . import resources, status
+from . import bodies, resources, status
+from .limits import Limits
 
 if TYPE_CHECKING:
     from .crdschema import CustomSchema
@@ -37,6 +37,10 @@ class ApiState:
     bookmark_interval: float = 60.0
     schemas: dict[tuple[str, str, str], CustomSchema] = field(default_factory=dict)
     wakeups: list[Callable[[], None]] = field(default_factory=list)
+    # Admission: the local cluster's ceilings, and whether training jobs are judged by the
+    # webhook's rules (``manifest.check_job``); off only for tests of a stand-in job CRD.
+    limits: Limits = field(default_factory=Limits)
+    job_admission: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,12 +75,7 @@ class Call:
         ctype = self.content_type
         if ctype and "json" not in ctype and ctype != "*/*":
             raise status.unsupported_media_type(ctype, ["application/json"])
-        try:
-            value = json.loads(self.body) if self.body else None
-        except ValueError as exc:
-            raise status.bad_request(
-                f"Object 'Kind' is missing in '{self.body[:80]!r}': {exc}"
-            ) from exc
+        value = bodies.decode(self.body) if self.body else None
         if not isinstance(value, dict):
             raise status.bad_request("the request body must be a JSON object")
         return value

@@ -19,14 +19,13 @@ the handler, which knows the resource type.
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 import jsonpatch
 
 from trainop.kube.patches import merge_patch
 
-from . import status
+from . import bodies, status
 
 MERGE = "application/merge-patch+json"
 JSON = "application/json-patch+json"
@@ -72,10 +71,7 @@ def apply(content_type: str, target: dict[str, Any], body: bytes) -> dict[str, A
 
 
 def _decode(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except ValueError as exc:
-        raise status.bad_request(f"error decoding patch: {exc}") from exc
+    return bodies.decode(body, what="the patch")
 
 
 def _json_patch(target: dict[str, Any], document: Any) -> dict[str, Any]:

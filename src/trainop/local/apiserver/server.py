@@ -34,6 +34,7 @@ from . import (
     apply,
     auth,
     binding,
+    bodies,
     crds,
     deletion,
     discovery,
@@ -52,6 +53,7 @@ from . import (
     writes,
 )
 from .call import ApiState, Call
+from .limits import Limits
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +71,10 @@ class ServerConfig:
     bookmark_interval: float = 60.0
     history: int = 10_000
     log_source: logs.LogSource = field(default_factory=logs.MemoryLogSource)
+    # Admission ceilings (``limits``): replicas per job and pods in the cluster.
+    limits: Limits = field(default_factory=Limits)
+    # Judge training jobs by the webhook's rules; off only to test a stand-in job CRD.
+    job_admission: bool = True
 
 
 def _now() -> datetime:
@@ -88,6 +94,8 @@ class ApiServer:
             clock=_now,
             log_source=config.log_source,
             bookmark_interval=config.bookmark_interval,
+            limits=config.limits,
+            job_admission=config.job_admission,
         )
         self._pager = reads.Pager()
         self._openapi = openapi.OpenApi(self.state)
@@ -113,7 +121,7 @@ class ApiServer:
         crds.install_stored(self.state)
         self._gc.start()
         self.serviceaccounts.start()
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = web.Application(client_max_size=bodies.MAX_BODY_BYTES)
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         self._runner = web.AppRunner(
             app, handler_cancellation=True, access_log=None, shutdown_timeout=1.0
@@ -210,7 +218,7 @@ class ApiServer:
             raise status.path_not_found(request.path)
         if path.subresource and path.subresource not in rt.subresources:
             raise status.path_not_found(request.path)
-        body = await request.read()
+        body = await bodies.read(request)
         ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
         call = Call(
             rt=rt,

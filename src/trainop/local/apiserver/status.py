@@ -105,10 +105,14 @@ def conflict(rt: resources.ResourceType, name: str, why: str) -> RequestError:
 def invalid(rt: resources.ResourceType, name: str, errors: Sequence[FieldError]) -> RequestError:
     """422 Invalid with one cause per field error, as kube-apiserver words it."""
     causes = [
-        {"reason": _cause_reason(e.type), "message": f"{e.type}: {e.detail}", "field": e.path}
+        {
+            "reason": _cause_reason(e.type),
+            "message": f"{_type_text(e)}: {e.detail}",
+            "field": e.path,
+        }
         for e in errors
     ]
-    listed = ", ".join(str(e) for e in errors)
+    listed = ", ".join(f"{e.path}: {_type_text(e)}: {e.detail}" for e in errors)
     text = listed if len(errors) == 1 else f"[{listed}]"
     details = {**_details(rt, name), "kind": rt.kind, "causes": causes}
     return RequestError(
@@ -117,6 +121,11 @@ def invalid(rt: resources.ResourceType, name: str, errors: Sequence[FieldError])
         reason="Invalid",
         details=details,
     )
+
+
+def _type_text(error: FieldError) -> str:
+    """kube's words for the error types whose name is not already a phrase."""
+    return {"TooLong": "Too long", "TooMany": "Too many"}.get(error.type, error.type)
 
 
 def _cause_reason(kind: str) -> str:

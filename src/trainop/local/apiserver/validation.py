@@ -37,6 +37,10 @@ _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 LABEL_NAMED = frozenset({"namespaces", "services"})
 
 
+MAX_NAME_LENGTH = 253  # a DNS-1123 subdomain
+MAX_ANNOTATIONS_BYTES = 256 * 1024  # keys and values together, as kube counts them
+MAX_DATA_BYTES = 1024 * 1024  # a ConfigMap's or a Secret's data (etcd's value limit)
+
 COMPILE_AFTER = 100  # objects checked by ``jsonschema`` alone before compiling the fast tier
 
 
@@ -136,6 +140,7 @@ def metadata_errors(obj: dict[str, Any], *, plural: str, namespaced: bool) -> li
         return [FieldError(path="metadata", type="Required", detail="Required value")]
     errors = _name_errors(meta.get("name"), plural=plural)
     errors += _label_errors(meta.get("labels"))
+    errors += _annotation_errors(meta.get("annotations"))
     if not namespaced and meta.get("namespace"):
         errors.append(
             FieldError(
@@ -165,7 +170,16 @@ def _name_errors(name: Any, *, plural: str) -> list[FieldError]:
                 )
             ]
         return []
-    if len(name) > 253 or not _SUBDOMAIN.match(name):
+    if len(name) > MAX_NAME_LENGTH:
+        return [
+            FieldError(
+                path="metadata.name",
+                type="Invalid",
+                detail=f"Invalid value: {_short(name)}: must be no more than "
+                f"{MAX_NAME_LENGTH} characters",
+            )
+        ]
+    if not _SUBDOMAIN.match(name):
         return [
             FieldError(
                 path="metadata.name",
@@ -203,3 +217,37 @@ def _label_errors(labels: Any) -> list[FieldError]:
                 )
             )
     return errors
+
+
+def _annotation_errors(annotations: Any) -> list[FieldError]:
+    if not isinstance(annotations, dict):
+        return []  # a wrong type is the schema's to report
+    size = sum(len(str(k)) + len(v) for k, v in annotations.items() if isinstance(v, str))
+    if size <= MAX_ANNOTATIONS_BYTES:
+        return []
+    return [_too_long("metadata.annotations", MAX_ANNOTATIONS_BYTES)]
+
+
+def data_size_errors(obj: dict[str, Any], *, secret: bool) -> list[FieldError]:
+    """kube's limit on the total size of a ConfigMap's or Secret's data (1 MiB).
+
+    A ConfigMap counts ``data`` and ``binaryData`` (base64 on the wire, counted decoded); a
+    Secret ``data`` (base64, counted decoded) and ``stringData``.
+    """
+    size = 0
+    fields = ("data", "stringData") if secret else ("data", "binaryData")
+    for name in fields:
+        data = obj.get(name)
+        if not isinstance(data, dict):
+            continue
+        encoded = name == "binaryData" or (secret and name == "data")
+        for value in data.values():
+            if isinstance(value, str):
+                size += len(value) * 3 // 4 if encoded else len(value.encode("utf-8", "replace"))
+    if size <= MAX_DATA_BYTES:
+        return []
+    return [_too_long("data", MAX_DATA_BYTES)]
+
+
+def _too_long(path: str, limit: int) -> FieldError:
+    return FieldError(path=path, type="TooLong", detail=f"must have at most {limit} bytes")

@@ -18,10 +18,11 @@ from aiohttp import web
 
 from trainop.local import store
 
-from . import admission, crds, deletion, managedfields, objects, patch, reads, status
+from . import admission, crds, deletion, limits, managedfields, objects, patch, reads, status
 from .call import ApiState, Call
 
 _NAMESPACES = "core/namespaces"
+_PODS = "core/pods"
 _AUTO_NAMESPACES = frozenset({"default"})
 
 
@@ -69,6 +70,8 @@ async def insert(
     key = call.key(str(meta["name"]))
     if state.store.latest(key) is not None:
         raise status.already_exists(call.rt, key.name)
+    if call.rt.store_key == _PODS:
+        limits.check_pod_quota(key.name, state.store.count(_PODS), state.limits.max_pods)
     if call.query.get("dryRun"):
         return reads.respond(store.encode(obj), code=201)
     stored = await state.store.put(key, obj)
@@ -209,7 +212,7 @@ async def write(
     old = json.loads(current.raw)
     new = objects.prepare_update(call.rt, old, obj, subresource=call.subresource)
     deletion.check_new_finalizers(call, old, new)
-    warnings = admission.admit(state, call, new)
+    warnings = admission.admit(state, call, new, old)
     new["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
     (record or _recorder(state, call))(old, new)
     if new == old:
