@@ -270,3 +270,28 @@ def test_official_client_reads_managed_fields_of_merged_containers(
         {"f:spec": {"f:containers": {'k:{"name":"b"}': {".": {}, "f:image": {}, "f:name": {}}}}},
     )
     assert fields["one"][1]["f:spec"]["f:containers"].keys() == {'k:{"name":"a"}'}
+
+
+def test_writes_to_a_tracked_object_are_recorded_under_the_user_agent(raw: Raw, name: str) -> None:
+    path = f"{WIDGETS}/{name}"
+    code, made = apply(raw, path, widget(name, image="a"), "alice")
+    assert code == 201
+    made["status"] = {"phase": "Running"}
+    agent = {"User-Agent": "my-controller/1.0 (linux/amd64)"}
+    code, updated = raw.send("PUT", f"{path}/status", json.dumps(made).encode(), agent)
+    assert code == 200, updated
+    entry = managers(updated)["my-controller"]
+    assert (entry["operation"], entry["subresource"]) == ("Update", "status")
+    assert entry["fieldsV1"] == {"f:status": {".": {}, "f:phase": {}}}
+    assert managers(updated)["alice"]["fieldsV1"] == {"f:spec": {"f:image": {}}}
+
+
+def test_a_deep_write_with_a_field_manager_is_refused(raw: Raw, name: str) -> None:
+    deep: Any = "x"
+    for _ in range(150):
+        deep = {"a": deep}
+    body = widget(name, image="a")
+    body["metadata"]["unknown"] = deep  # reaches the write: metadata is not pruned
+    code, status = raw.send("POST", f"{WIDGETS}?fieldManager=m", json.dumps(body).encode())
+    assert (code, status["reason"]) == (400, "BadRequest"), status
+    assert "nested deeper than 100 levels" in status["message"]

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import fieldsets, resources
+from . import fieldsets, resources, status
 from .call import ApiState, Call
 
 APPLY = "Apply"
@@ -183,6 +183,8 @@ def record_update(
     if manager is None:
         save(new, base)
         return
+    if fieldsets.depth(new) > fieldsets.MAX_DEPTH:
+        raise status.bad_request(f"the object is nested deeper than {fieldsets.MAX_DEPTH} levels")
     changed, removed = fieldsets.changes(old, new, shape_of(state, call.rt))
     mine = owned(changed, call.rt, call.subresource)
     gone = owned(removed, call.rt, call.subresource) | mine
