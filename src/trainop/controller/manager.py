@@ -13,7 +13,11 @@ Wiring (controller-runtime's, in asyncio):
   ``TerminalError`` → forget (the reconciler explained it in an event); a write conflict →
   retried with backoff, logged at debug; anything else → logged once here with its traceback
   and retried with the key's exponential backoff.
-``ready`` turns true when every informer has synced (``/readyz``).
+``ready`` turns true when every informer has synced (``/readyz``); ``not_ready_reason`` says
+why not. With a gang scheduler configured, ``run`` first checks that its PodGroup CRD is served
+(spec 8.1): while it is not, nothing starts (no informer, no reconcile, so no pod of any job is
+created without its PodGroup), ``/readyz`` fails naming the CRD, and the check is repeated every
+``GANG_CRD_RECHECK_SECONDS`` (upstream exited; installing the CRD later heals without a restart).
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ from trainop.kube.informer import Handlers, Informer, Projection, slim
 log = logging.getLogger(__name__)
 
 OWNED_SELECTOR = JOB_NAME_LABEL  # "the label exists": every child the engine creates has it
+GANG_CRD_RECHECK_SECONDS = 10.0
+NOT_SYNCED = "caches are not synced yet"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +102,7 @@ class Manager:
             others=[self._informer(r, owned=True) for r in self._extra_resources()],
         )
         self.recorder = EventRecorder(client=client, clock=clock, background=True)
+        self.missing_crd: str | None = None  # why gang scheduling cannot start, while it cannot
         self.reconcilers = {
             kind: JobReconciler(
                 client=client,
@@ -120,13 +127,19 @@ class Manager:
 
     @property
     def ready(self) -> bool:
-        return all(i.synced.is_set() for i in self.informers())
+        return self.missing_crd is None and all(i.synced.is_set() for i in self.informers())
+
+    @property
+    def not_ready_reason(self) -> str:
+        """Why ``ready`` is false (for ``/readyz``)."""
+        return self.missing_crd or NOT_SYNCED
 
     def informers(self) -> list[Informer]:
         return [*self.jobs.values(), *self.owned.all()]
 
     async def run(self) -> None:
         """Start informers, wait for their first sync, then run the workers until cancelled."""
+        await self._await_pod_group_crd()
         tasks = [asyncio.create_task(i.run()) for i in self.informers()]
         tasks.append(asyncio.create_task(self.recorder.run()))
         try:
@@ -169,6 +182,40 @@ class Manager:
         is_volcano = GangScheduler(name).is_volcano
         group = resources.VOLCANO_PODGROUPS if is_volcano else resources.COSCHEDULING_PODGROUPS
         return [self._informer(group, owned=True)]
+
+    async def _await_pod_group_crd(self) -> None:
+        """Return once the gang scheduler's PodGroup resource is served (at once without one)."""
+        name = self._options.engine.gang_scheduler_name
+        if not name:
+            return
+        group = (
+            resources.VOLCANO_PODGROUPS
+            if GangScheduler(name).is_volcano
+            else resources.COSCHEDULING_PODGROUPS
+        )
+        crd = f"{group.plural}.{group.group}"
+        message = (
+            f"gang scheduler {name!r} needs the PodGroup CRD {crd} "
+            f"({group.group}/{group.version}), which is not installed: crd might be missing, "
+            "please install crd; no job is reconciled until it is"
+        )
+        self.missing_crd = message  # not ready until the first answer says it is there
+        logged = False
+        while True:
+            try:
+                await self._client.list(group, namespace=self._options.namespace, limit=1)
+            except errors.NotFoundError:
+                if not logged:
+                    log.error("%s (checking again every %ss)", message, GANG_CRD_RECHECK_SECONDS)
+                    logged = True
+                await self._clock.sleep(GANG_CRD_RECHECK_SECONDS)
+                continue
+            except errors.ApiError as exc:  # e.g. forbidden: the informer will say so too
+                log.warning("could not check the PodGroup CRD %s: %s", crd, exc)
+            if logged:
+                log.info("the PodGroup CRD %s is served now; starting", crd)
+            self.missing_crd = None
+            return
 
     def _extra_resources(self) -> Iterable[resources.Resource]:
         wanted: list[resources.Resource] = []

@@ -76,7 +76,7 @@ async def run_operator(
     def readiness() -> tuple[bool, str]:
         if webhook is not None and not webhook.ready:
             return False, webhook.not_ready_reason or "webhook is not ready"
-        return manager.ready, "caches are not synced yet"
+        return manager.ready, manager.not_ready_reason
 
     probes = ProbeServer(
         metrics=metrics,
