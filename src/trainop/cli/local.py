@@ -22,6 +22,7 @@ from pathlib import Path
 
 import click
 
+from trainop.cli.limits import limit_options, serve_args
 from trainop.controller.manager import ManagerOptions
 from trainop.engine import quantities
 from trainop.engine.plan import EngineOptions
@@ -49,9 +50,14 @@ def local() -> None:
     default=None,
     help="Where to write the kubeconfig (default: STATE_DIR/kubeconfig).",
 )
-def apiserver_command(state_dir: Path, port: int, kubeconfig: Path | None) -> None:
+@limit_options
+def apiserver_command(
+    state_dir: Path, port: int, kubeconfig: Path | None, limits: apiserver.Limits
+) -> None:
     """Serve the embedded Kubernetes API on 127.0.0.1 until interrupted."""
-    config = apiserver.ServerConfig(state_dir=state_dir, port=port, kubeconfig=kubeconfig)
+    config = apiserver.ServerConfig(
+        state_dir=state_dir, port=port, kubeconfig=kubeconfig, limits=limits
+    )
     asyncio.run(_serve(config))
 
 
@@ -112,6 +118,7 @@ def _memory_bytes(text: str | None) -> int | None:
 @_STATE_DIR
 @click.option("--port", default=0, show_default=True, help="API server port on 127.0.0.1 (0: any).")
 @_node_options
+@limit_options
 def up_command(
     state_dir: Path | None,
     port: int,
@@ -120,6 +127,7 @@ def up_command(
     memory: str | None,
     gpus: int | None,
     gang_scheduler_name: str,
+    limits: apiserver.Limits,
 ) -> None:
     """Start a persistent local cluster in the background.
 
@@ -134,6 +142,7 @@ def up_command(
             args += [flag, str(value)]
     if gang_scheduler_name:
         args += ["--gang-scheduler-name", gang_scheduler_name]
+    args += serve_args(limits)
     try:
         current = daemon.up(directory, port=port, serve_args=args)
     except TrainopError as exc:
@@ -165,6 +174,7 @@ def status_command(state_dir: Path | None) -> None:
 @_STATE_DIR
 @click.option("--port", default=0)
 @_node_options
+@limit_options
 def serve_command(
     state_dir: Path | None,
     port: int,
@@ -173,6 +183,7 @@ def serve_command(
     memory: str | None,
     gpus: int | None,
     gang_scheduler_name: str,
+    limits: apiserver.Limits,
 ) -> None:
     """Run the local cluster in the foreground (what ``up`` starts)."""
     directory = state_dir or daemon.default_state_dir()
@@ -182,7 +193,7 @@ def serve_command(
     node = NodeResources(cpus=cpus, memory=_memory_bytes(memory), gpus=gpus)
     working_dir = (workdir or Path.cwd()).resolve()
     manager = ManagerOptions(engine=EngineOptions(gang_scheduler_name=gang_scheduler_name))
-    config = ClusterConfig(state_dir=directory, port=port, manager=manager)
+    config = ClusterConfig(state_dir=directory, port=port, manager=manager, limits=limits)
     asyncio.run(_serve_cluster(config, working_dir, node))
 
 

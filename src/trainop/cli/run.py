@@ -26,7 +26,10 @@ from trainop import errors
 from trainop.api import manifest, validation
 from trainop.api.kinds import info_of
 from trainop.api.types import Job
+from trainop.cli.limits import limit_options
 from trainop.kube.resources import job_resource
+from trainop.local.apiserver import Limits
+from trainop.local.apiserver.limits import replica_errors
 from trainop.local.cluster import ClusterConfig, process_cluster
 from trainop.local.runner import Outcome, run_job
 
@@ -69,22 +72,32 @@ class ConsoleReporter:
 )
 @click.option("--keep", is_flag=True, help="Keep the session up after the job ends (Ctrl-C).")
 @click.option("-n", "--namespace", default=None, help="Namespace (default: the manifest's).")
+@limit_options
 def run(
-    path: Path, timeout: float | None, state_dir: Path | None, keep: bool, namespace: str | None
+    path: Path,
+    timeout: float | None,
+    state_dir: Path | None,
+    keep: bool,
+    namespace: str | None,
+    limits: Limits,
 ) -> None:
     """Run JOB.yaml on this machine with the same controller as a cluster, and follow it."""
     console = Console(highlight=False, soft_wrap=True)
-    job, raw = _load(path, namespace=namespace, console=console)
+    job, raw = _load(path, namespace=namespace, console=console, limits=limits)
     with contextlib.ExitStack() as stack:
         if state_dir is None:
             state_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="trainop-")))
         code = asyncio.run(
-            _session(job, raw, state_dir, timeout=timeout, keep=keep, console=console)
+            _session(
+                job, raw, state_dir, timeout=timeout, keep=keep, console=console, limits=limits
+            )
         )
     sys.exit(code)
 
 
-def _load(path: Path, *, namespace: str | None, console: Console) -> tuple[Job, dict[str, Any]]:
+def _load(
+    path: Path, *, namespace: str | None, console: Console, limits: Limits
+) -> tuple[Job, dict[str, Any]]:
     try:
         text = path.read_text(encoding="utf-8")
         documents = manifest.parse_documents(text, source=str(path))
@@ -96,6 +109,9 @@ def _load(path: Path, *, namespace: str | None, console: Console) -> tuple[Job, 
         if namespace:
             raw.setdefault("metadata", {})["namespace"] = namespace
         job = manifest.load_job(raw, source=str(path))
+        ceiling = replica_errors(info_of(job), raw, limits.max_replicas_per_job)
+        if ceiling:
+            raise errors.InvalidJobError(ceiling, source=str(path))
     except OSError as exc:
         raise click.ClickException(f"{path}: {exc.strerror}") from exc
     except errors.InvalidJobError as exc:
@@ -118,13 +134,14 @@ async def _session(
     timeout: float | None,
     keep: bool,
     console: Console,
+    limits: Limits,
 ) -> int:
     main = asyncio.current_task()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         if main is not None:
             loop.add_signal_handler(sig, main.cancel)
-    config = ClusterConfig(state_dir=state_dir)
+    config = ClusterConfig(state_dir=state_dir, limits=limits)
     try:
         async with process_cluster(config, working_dir=Path.cwd()) as cluster:
             try:

@@ -29,7 +29,7 @@ from trainop.kube.http import HttpClient
 from trainop.kube.resources import CRDS
 from trainop.local import ports, privacy, schemas
 from trainop.local import scheduler as scheduler_module
-from trainop.local.apiserver import ApiServer, ServerConfig
+from trainop.local.apiserver import ApiServer, Limits, ServerConfig
 from trainop.local.apiserver.logs import LogSource, MemoryLogSource
 from trainop.local.kubelet import (
     DEFAULT_NODE,
@@ -61,6 +61,8 @@ class ClusterConfig:
     kubeconfig: Path | None = None
     manager: ManagerOptions = field(default_factory=ManagerOptions)
     ports: range | None = None  # replicas' loopback ports (default: $TRAINOP_LOCAL_PORTS)
+    # Admission ceilings: replicas per job, pods in the cluster (--max-replicas-per-job ...).
+    limits: Limits = field(default_factory=Limits)
 
 
 class LocalCluster:
@@ -86,6 +88,7 @@ class LocalCluster:
                 port=config.port,
                 kubeconfig=config.kubeconfig,
                 log_source=log_source or MemoryLogSource(),
+                limits=config.limits,
             )
         )
         self._tasks: list[asyncio.Task[None]] = []
