@@ -145,6 +145,9 @@ spec:
   containers:
     - name: main
       image: python:3.11
+      env:
+        - name: GREETING
+          value: from-the-pod
       command:
         - python
         - -c
@@ -203,3 +206,48 @@ def test_get_nodes_shows_the_local_node(kubectl: Kubectl) -> None:
     assert capacity["memory"].endswith("Ki")
     described = kubectl.out("describe", "node", "trainop-local")
     assert "KubeletReady" in described
+
+
+def test_exec_into_a_running_container(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="box"), "box"))
+    _started(kubectl, ns, "box")
+    hostname = Path("/etc/hostname").read_text()
+    assert kubectl.out("exec", "-n", ns, "box", "--", "cat", "/etc/hostname") == hostname
+    echoed = kubectl.run(
+        "exec", "-i", "-n", ns, "box", "--", "sh", "-c", "read x; echo got $x", stdin="hello\n"
+    )
+    assert echoed.stdout == "got hello\n"
+    counted = kubectl.run("exec", "-i", "-n", ns, "box", "--", "wc", "-c", stdin="x" * 100_000)
+    assert counted.stdout.strip() == "100000"  # stdin's end reaches the command (v5 close)
+    failed = kubectl.run(
+        "exec", "-n", ns, "box", "--", "sh", "-c", "echo oops >&2; exit 3", check=False
+    )
+    assert failed.returncode == 3
+    assert "oops" in failed.stderr
+    env = kubectl.out("exec", "-n", ns, "box", "--", "sh", "-c", "echo $GREETING")
+    assert env == "from-the-pod\n"  # runs with the container's environment
+    missing = kubectl.run("exec", "-n", ns, "box", "-c", "nope", "--", "true", check=False)
+    assert missing.returncode == 1
+    assert "container nope is not valid for pod box" in missing.stderr
+
+
+def test_cp_rides_on_exec(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="cpbox"), "cpbox"))
+    _started(kubectl, ns, "cpbox")
+    source = tmp_path / "source.txt"
+    source.write_text("payload\n" * 1000)
+    inside = tmp_path / "inside"
+    inside.mkdir()
+    kubectl.run("cp", str(source), f"{ns}/cpbox:{inside}/copied.txt")
+    assert (inside / "copied.txt").read_text() == source.read_text()
+    back = tmp_path / "back.txt"
+    kubectl.run("cp", f"{ns}/cpbox:{inside}/copied.txt", str(back))
+    assert back.read_text() == source.read_text()
+
+
+def test_port_forward_says_it_is_unsupported(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="pf"), "pf"))
+    _started(kubectl, ns, "pf")
+    done = kubectl.run("port-forward", "-n", ns, "pod/pf", "18080:8080", check=False, timeout=30)
+    assert done.returncode == 1
+    assert "port-forward is not supported in local mode" in done.stderr

@@ -15,6 +15,11 @@ from . import resources, status
 GIT_VERSION = "v1.31.0"
 # What ``kubectl get all`` lists here (kube's "all" also has controllers trainop does not run).
 ALL_CATEGORY = ("pods", "services")
+STREAMS = {
+    "exec": "PodExecOptions",
+    "attach": "PodAttachOptions",
+    "portforward": "PodPortForwardOptions",
+}
 
 
 def version() -> dict[str, Any]:
@@ -89,8 +94,12 @@ def _entries(rt: resources.ResourceType) -> list[dict[str, Any]]:
         main["categories"] = categories
     out = [main]
     for sub in rt.subresources:
-        verbs = {"log": ["get"], "binding": ["create"]}.get(sub, ["get", "patch", "update"])
-        kind = {"scale": "Scale", "log": "Pod", "binding": "Binding"}.get(sub, rt.kind)
+        verbs = {
+            "log": ["get"],
+            "binding": ["create"],
+            **{key: ["create", "get"] for key in STREAMS},
+        }.get(sub, ["get", "patch", "update"])
+        kind = {"scale": "Scale", "log": "Pod", "binding": "Binding", **STREAMS}.get(sub, rt.kind)
         entry: dict[str, Any] = {
             "name": f"{rt.plural}/{sub}",
             "singularName": "",

@@ -111,7 +111,7 @@ BUILTIN: tuple[ResourceType, ...] = (
         "pods",
         "Pod",
         short=("po",),
-        sub=("status", "log", "binding"),
+        sub=("status", "log", "binding", "exec", "attach", "portforward"),
         fields=POD_FIELDS,
         returns_deleted=True,
     ),

@@ -48,6 +48,7 @@ from . import (
     routing,
     serviceaccounts,
     status,
+    streams,
     tls,
     watch,
     writes,
@@ -251,6 +252,10 @@ class ApiServer:
             if method != "GET":
                 raise status.method_not_allowed(method.lower(), call.rt)
             return logs.serve
+        if call.subresource in STREAMING:
+            if method not in ("GET", "POST"):
+                raise status.method_not_allowed(method.lower(), call.rt)
+            return STREAMING[call.subresource]
         if call.subresource == "binding":
             if method != "POST":
                 raise status.method_not_allowed(method.lower(), call.rt)
@@ -277,6 +282,13 @@ class ApiServer:
         if call.flag("watch"):
             return await watch.watch(state, call)
         return reads.list_(state, self._pager, call)
+
+
+STREAMING: dict[str, Callable[[ApiState, Call], Awaitable[web.StreamResponse]]] = {
+    "exec": streams.exec_,
+    "attach": streams.attach,
+    "portforward": streams.portforward,
+}
 
 
 def _sync(

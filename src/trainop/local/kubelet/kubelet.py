@@ -145,6 +145,7 @@ class ProcessKubelet:
             ),
             host_ip=HOST_IP,
             clock=self._clock,
+            exec_address=self._exec.address,
         )
         self._spawn(self.node.run())
         try:

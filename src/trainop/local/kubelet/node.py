@@ -33,6 +33,8 @@ GPU = "nvidia.com/gpu"
 KUBELET_VERSION = "v1.31.0-trainop"
 RUNTIME = "process://trainop"
 MAX_PODS = 110
+# Where the API server finds this kubelet's exec endpoint (``apiserver.streams.ANNOTATION``).
+EXEC_ANNOTATION = "trainop.io/exec-address"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +101,9 @@ def conditions(now: datetime, *, ready: str, since: str) -> list[dict[str, Any]]
     return out
 
 
-def node_object(name: str, capacity: Capacity, now: datetime, host_ip: str) -> Obj:
+def node_object(
+    name: str, capacity: Capacity, now: datetime, host_ip: str, *, exec_address: str = ""
+) -> Obj:
     """A new Node for this machine."""
     machine = platform.machine()
     arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
@@ -116,6 +120,7 @@ def node_object(name: str, capacity: Capacity, now: datetime, host_ip: str) -> O
                 "beta.kubernetes.io/os": "linux",
                 "beta.kubernetes.io/arch": arch,
             },
+            "annotations": {EXEC_ANNOTATION: exec_address} if exec_address else {},
         },
         "spec": {},
         "status": {
@@ -178,7 +183,9 @@ class NodeStatus:
         host_ip: str,
         clock: Clock,
         interval: float = 10.0,
+        exec_address: str = "",
     ) -> None:
+        self._exec_address = exec_address
         self._client = client
         self._name = name
         self._capacity = capacity
@@ -210,11 +217,16 @@ class NodeStatus:
             self._since = "" if isinstance(exc, errors.NotFoundError) else self._since
 
     async def _register(self, now: datetime) -> None:
-        node = node_object(self._name, self._capacity, now, self._host_ip)
+        node = node_object(
+            self._name, self._capacity, now, self._host_ip, exec_address=self._exec_address
+        )
         try:
             await self._client.create(NODES, node)
         except errors.AlreadyExistsError:
             self._since = _stamp(now)
+            meta = {"labels": node["metadata"]["labels"]}
+            meta["annotations"] = {EXEC_ANNOTATION: self._exec_address or None}
+            await self._client.patch(NODES, name=self._name, patch={"metadata": meta})
             await self._client.patch(
                 NODES, name=self._name, patch={"status": node["status"]}, subresource="status"
             )

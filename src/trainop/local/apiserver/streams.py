@@ -1,0 +1,394 @@
+"""``pods/exec`` and ``pods/attach`` over WebSocket; ``pods/portforward`` answered unsupported.
+
+kubectl (1.30 and newer by default) opens exec as a WebSocket with the ``v5.channel.k8s.io``
+(or ``v4.channel.k8s.io``) subprotocol. Every binary message starts with a channel byte: 0
+stdin, 1 stdout, 2 stderr, 3 error (one ``Status`` when the command ends: ``Success``, or
+``NonZeroExitCode`` with the exit code as a cause, which kubectl turns into its own exit
+code), 4 terminal resize (``{"Width", "Height"}``); v5 adds 255, whose payload names a
+channel the client closes (stdin: the command sees end-of-file, as ``kubectl cp`` needs).
+
+The command runs in the process kubelet that runs the pod, through its exec endpoint
+(``local/kubelet/execserver``: an abstract Unix socket of the same user, published on the
+Node as ``ANNOTATION``). This module makes the stdio: pipes, or with ``tty=true`` a pseudo
+terminal whose resize messages become ``TIOCSWINSZ``; it hands the far ends to the kubelet
+and copies between them and the WebSocket. The WebSocket closing first kills the command (the
+kubelet does so when its connection closes).
+
+``attach`` streams the container's output from now on (from its log, as the process kubelet
+keeps no other handle on it) until the container stops; its stdin cannot be attached in local
+mode. A request that is not a WebSocket upgrade (SPDY, which kubectl before 1.30 speaks) and
+``portforward`` get a ``Status`` that says what local mode does not do, never a bare 404.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import os
+import pty
+import socket
+import struct
+import termios
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from trainop.local import store
+
+from . import logs, status
+from .call import ApiState, Call
+
+ANNOTATION = "trainop.io/exec-address"
+PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
+STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
+_CHUNK = 32 * 1024
+_DRAIN = 2.0  # seconds to wait for output still in the pipes once the command has exited
+
+PORTFORWARD_UNSUPPORTED = (
+    "port-forward is not supported in local mode: pods listen on this machine's loopback "
+    "interface, connect to the port directly (see the pod's TRAINOP_* environment or its "
+    "Service)"
+)
+SPDY_UNSUPPORTED = (
+    "only WebSocket streaming (v5.channel.k8s.io, v4.channel.k8s.io) is supported in local "
+    "mode; SPDY is not: use kubectl 1.30 or newer"
+)
+
+
+def _is_websocket(request: web.Request) -> bool:
+    return request.headers.get("Upgrade", "").lower() == "websocket"
+
+
+async def portforward(state: ApiState, call: Call) -> web.StreamResponse:
+    """``pods/portforward``: not served in local mode (a clear Status)."""
+    _pod(state, call)
+    raise status.RequestError(PORTFORWARD_UNSUPPORTED, status=400, reason="BadRequest")
+
+
+def _pod(state: ApiState, call: Call) -> dict[str, Any]:
+    stored = state.store.get(call.key())
+    if stored is None:
+        raise status.not_found(call.rt, call.name or "")
+    return stored.obj
+
+
+def _container(call: Call, pod: dict[str, Any]) -> str:
+    spec = pod.get("spec") or {}
+    names = [str(c.get("name")) for c in spec.get("containers") or []]
+    inits = [str(c.get("name")) for c in spec.get("initContainers") or []]
+    wanted = call.query.get("container")
+    if not wanted:
+        if not names:
+            raise status.bad_request(f"pod {call.name} has no containers")
+        return names[0]  # kubectl names the default container itself; kube takes the first
+    if wanted not in names and wanted not in inits:
+        raise status.bad_request(f"container {wanted} is not valid for pod {call.name}")
+    return wanted
+
+
+def _check_streamable(call: Call, pod: dict[str, Any], what: str) -> None:
+    phase = (pod.get("status") or {}).get("phase")
+    if phase in ("Succeeded", "Failed"):
+        raise status.bad_request(
+            f"cannot {what} into a container in a completed pod; current phase is {phase}"
+        )
+    if not _is_websocket(call.request):
+        reason = (
+            SPDY_UNSUPPORTED if call.request.headers.get("Upgrade") else "Upgrade request required"
+        )
+        raise status.bad_request(reason)
+
+
+def _exec_address(state: ApiState, pod: dict[str, Any]) -> str:
+    node_name = (pod.get("spec") or {}).get("nodeName") or ""
+    nodes = state.store.select(resource="core/nodes")
+    chosen = [n for n in nodes if n.key.name == node_name] if node_name else nodes[:1]
+    for node in chosen:
+        address = (node.obj["metadata"].get("annotations") or {}).get(ANNOTATION)
+        if address:
+            return str(address)
+    where = f"node {node_name}" if node_name else "any node"
+    raise status.RequestError(
+        f"no kubelet serves exec on {where} (pod {pod['metadata'].get('name')})",
+        status=503,
+        reason="ServiceUnavailable",
+    )
+
+
+def _exit_status(code: int) -> dict[str, Any]:
+    if code == 0:
+        return {"metadata": {}, "status": "Success"}
+    return {
+        "metadata": {},
+        "status": "Failure",
+        "message": f"command terminated with non-zero exit code: exit status {code}",
+        "reason": "NonZeroExitCode",
+        "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]},
+    }
+
+
+def _failure(message: str) -> dict[str, Any]:
+    return {
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": "InternalError",
+        "code": 500,
+    }
+
+
+async def _open_websocket(call: Call) -> web.WebSocketResponse:
+    ws = web.WebSocketResponse(protocols=PROTOCOLS, autoping=True)
+    ready = ws.can_prepare(call.request)
+    if not ready.ok or ready.protocol is None:
+        raise status.bad_request(
+            "a WebSocket with one of the subprotocols "
+            + ", ".join(PROTOCOLS)
+            + " is required in local mode"
+        )
+    await ws.prepare(call.request)
+    return ws
+
+
+async def exec_(state: ApiState, call: Call) -> web.StreamResponse:
+    """``pods/exec``: run ``command`` in the container and bridge its stdio to a WebSocket."""
+    pod = _pod(state, call)
+    container = _container(call, pod)
+    _check_streamable(call, pod, "exec")
+    command = call.request.query.getall("command", [])
+    if not command:
+        raise status.bad_request("you must specify at least 1 command")
+    address = _exec_address(state, pod)
+    ws = await _open_websocket(call)
+    session = _Session(
+        ws,
+        v5=ws.ws_protocol == PROTOCOLS[0],
+        tty=call.flag("tty"),
+        stdin=call.flag("stdin"),
+        stderr=call.flag("stderr") and not call.flag("tty"),
+    )
+    request = {
+        "namespace": call.namespace or "default",
+        "pod": call.name or "",
+        "container": container,
+        "command": command,
+    }
+    try:
+        result = await session.run(address, request)
+        await session.send(ERROR, json.dumps(result).encode())
+    finally:
+        session.close_fds()
+        await ws.close()
+    return ws
+
+
+async def attach(state: ApiState, call: Call) -> web.StreamResponse:
+    """``pods/attach``: the container's output from now on, until it stops."""
+    pod = _pod(state, call)
+    container = _container(call, pod)
+    _check_streamable(call, pod, "attach")
+    if call.flag("stdin"):
+        raise status.bad_request(
+            "attaching to a container's stdin is not supported in local mode; use "
+            "kubectl exec -i (or attach without -i to follow its output)"
+        )
+    ws = await _open_websocket(call)
+    ref = logs.LogRef(namespace=call.namespace or "", pod=call.name or "", container=container)
+    since = datetime.now(UTC)
+    try:
+        async for line in state.log_source.lines(ref, follow=True):
+            if line.time >= since:
+                await ws.send_bytes(bytes([STDOUT]) + line.text)
+        await ws.send_bytes(bytes([ERROR]) + store.encode(_exit_status(0)))
+    finally:
+        await ws.close()
+    return ws
+
+
+class _Session:
+    """One exec: the stdio file descriptors and the copying between them and the WebSocket."""
+
+    def __init__(
+        self, ws: web.WebSocketResponse, *, v5: bool, tty: bool, stdin: bool, stderr: bool
+    ) -> None:
+        self.ws = ws
+        self.v5 = v5
+        self.tty = tty
+        self._mine: list[int] = []  # our ends, closed at the end
+        self._theirs: list[int] = []  # the command's ends, closed once handed over
+        self._stdin_fd = -1
+        self._outputs: list[tuple[int, int]] = []  # (fd, channel)
+        self._master = -1
+        devnull = os.open(os.devnull, os.O_RDWR)
+        self._theirs.append(devnull)
+        if tty:
+            master, slave = pty.openpty()
+            self._master = master
+            self._mine.append(master)
+            self._theirs.append(slave)
+            self.child_fds = [slave, slave, slave]
+            self._stdin_fd = master if stdin else -1
+            self._outputs.append((master, STDOUT))
+            return
+        fds = [devnull, devnull, devnull]
+        if stdin:
+            read_end, write_end = os.pipe()
+            self._mine.append(write_end)
+            self._theirs.append(read_end)
+            fds[0], self._stdin_fd = read_end, write_end
+        for index, channel, wanted in ((1, STDOUT, True), (2, STDERR, stderr)):
+            if not wanted:
+                continue
+            read_end, write_end = os.pipe()
+            self._mine.append(read_end)
+            self._theirs.append(write_end)
+            fds[index] = write_end
+            self._outputs.append((read_end, channel))
+        self.child_fds = fds
+
+    async def send(self, channel: int, data: bytes) -> None:
+        if not self.ws.closed:
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                await self.ws.send_bytes(bytes([channel]) + data)
+
+    def close_fds(self) -> None:
+        for fd in {*self._mine, *self._theirs}:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._mine.clear()
+        self._theirs.clear()
+
+    def _handed_over(self) -> None:
+        for fd in set(self._theirs):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._theirs.clear()
+
+    async def run(self, address: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Start the command in the kubelet, copy until it ends; the Status to send."""
+        loop = asyncio.get_running_loop()
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            try:
+                target = "\0" + address[1:] if address.startswith("@") else address
+                await loop.run_in_executor(None, conn.connect, target)
+                payload = json.dumps(request).encode() + b"\n"
+                await loop.run_in_executor(None, socket.send_fds, conn, [payload], self.child_fds)
+            except OSError as exc:
+                return _failure(f"cannot reach the kubelet's exec endpoint: {exc}")
+            self._handed_over()
+            conn.setblocking(False)
+            pumps = [
+                asyncio.ensure_future(self._pump(fd, channel)) for fd, channel in self._outputs
+            ]
+            feeder = asyncio.ensure_future(self._feed())
+            reply = asyncio.ensure_future(_read_reply(conn))
+            try:
+                await asyncio.wait([reply, feeder], return_when=asyncio.FIRST_COMPLETED)
+                if not reply.done():  # the client went away: closing the socket kills it
+                    return _failure("the client closed the stream")
+                answer = reply.result()
+                if pumps:
+                    await asyncio.wait(pumps, timeout=_DRAIN)
+            finally:
+                for task in (*pumps, feeder, reply):
+                    task.cancel()
+                await asyncio.gather(*pumps, feeder, reply, return_exceptions=True)
+        finally:
+            conn.close()
+        if "error" in answer:
+            return _failure(str(answer["error"]))
+        return _exit_status(int(answer.get("exitCode", 1)))
+
+    async def _pump(self, fd: int, channel: int) -> None:
+        loop = asyncio.get_running_loop()
+        os.set_blocking(fd, False)
+        while True:
+            readable: asyncio.Future[None] = loop.create_future()
+            loop.add_reader(fd, _resolve, readable)
+            try:
+                await readable
+            finally:
+                loop.remove_reader(fd)
+            try:
+                data = os.read(fd, _CHUNK)
+            except BlockingIOError:
+                continue
+            except OSError:  # EIO: the terminal's last user is gone
+                return
+            if not data:
+                return
+            await self.send(channel, data)
+
+    async def _feed(self) -> None:
+        """WebSocket → stdin and resizes; returns when the client closes the WebSocket."""
+        async for msg in self.ws:
+            if msg.type != WSMsgType.BINARY or not msg.data:
+                continue
+            channel, data = msg.data[0], msg.data[1:]
+            if channel == STDIN and self._stdin_fd >= 0 and data:
+                await _write_all(self._stdin_fd, data)
+            elif channel == RESIZE and self._master >= 0:
+                self._resize(data)
+            elif channel == CLOSE and self.v5 and data[:1] == bytes([STDIN]):
+                self._close_stdin()
+
+    def _close_stdin(self) -> None:
+        if self._stdin_fd < 0:
+            return
+        if self.tty:  # a terminal has no end-of-file of its own: send ^D
+            with contextlib.suppress(OSError):
+                os.write(self._stdin_fd, b"\x04")
+            return
+        with contextlib.suppress(OSError):
+            os.close(self._stdin_fd)
+        self._mine.remove(self._stdin_fd)
+        self._stdin_fd = -1
+
+    def _resize(self, data: bytes) -> None:
+        try:
+            size = json.loads(data)
+            packed = struct.pack("HHHH", int(size["Height"]), int(size["Width"]), 0, 0)
+            fcntl.ioctl(self._master, termios.TIOCSWINSZ, packed)
+        except (ValueError, KeyError, TypeError, OSError, struct.error):
+            return
+
+
+async def _write_all(fd: int, data: bytes) -> None:
+    loop = asyncio.get_running_loop()
+    os.set_blocking(fd, False)
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except BlockingIOError:
+            writable: asyncio.Future[None] = loop.create_future()
+            loop.add_writer(fd, _resolve, writable)
+            try:
+                await writable
+            finally:
+                loop.remove_writer(fd)
+            continue
+        except OSError:  # the command closed its stdin
+            return
+        view = view[written:]
+
+
+async def _read_reply(conn: socket.socket) -> dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = await loop.sock_recv(conn, 65536)
+        if not chunk:
+            return {"error": "the kubelet closed the exec connection"}
+        data += chunk
+    answer = json.loads(data)
+    return answer if isinstance(answer, dict) else {"error": "a bad answer from the kubelet"}
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
