@@ -34,7 +34,7 @@ from trainop.api.kinds import KindInfo, kind_info
 from trainop.controller import caches
 from trainop.controller.clock import Clock
 from trainop.controller.events import EventRecorder
-from trainop.controller.metrics import Metrics
+from trainop.controller.metrics import ControllerMetrics, Metrics
 from trainop.controller.queue import ShutDownError, WorkQueue
 from trainop.controller.reconciler import JobReconciler, Result
 from trainop.controller.topologies import ClusterTopologySource, TopologySource
@@ -91,7 +91,14 @@ class Manager:
         self._options = options
         self.metrics = metrics or Metrics()
         self._kinds = {info.kind: info for info in options.enabled()}
-        self.queues = {kind: WorkQueue(clock=clock) for kind in self._kinds}
+        self.queues = {
+            kind: WorkQueue(clock=clock, metrics=self.metrics.for_queue(info.controller_name))
+            for kind, info in self._kinds.items()
+        }
+        self._controller_metrics = {
+            kind: self.metrics.for_controller(info.controller_name, workers=max(1, options.threads))
+            for kind, info in self._kinds.items()
+        }
         self.jobs = {
             kind: self._informer(resources.job_resource(i)) for kind, i in self._kinds.items()
         }
@@ -250,10 +257,15 @@ class Manager:
             except ShutDownError:
                 return
             started = time.perf_counter()
-            outcome = await self._settle(queue, key, reconciler)
-            self.metrics.reconcile_seconds.labels(kind=kind, outcome=outcome).observe(
-                time.perf_counter() - started
-            )
+            standard = self._controller_metrics[kind]
+            standard.active_workers.inc()
+            try:
+                outcome = await self._settle(queue, key, reconciler)
+            finally:
+                standard.active_workers.dec()
+            elapsed = time.perf_counter() - started
+            self.metrics.reconcile_seconds.labels(kind=kind, outcome=outcome).observe(elapsed)
+            _count_standard(standard, outcome, elapsed)
             queue.done(key)
             self.metrics.queue_depth.labels(kind=kind).set(queue.depth)
 
@@ -282,6 +294,18 @@ class Manager:
             queue.add_after(key, result.requeue_after.total_seconds())
             return "requeue"
         return "done"
+
+
+def _count_standard(standard: ControllerMetrics, outcome: str, elapsed: float) -> None:
+    """controller-runtime's counting of one reconcile: a terminal error or a conflict is an
+    error too; ``requeue`` (an immediate requeue) never happens here."""
+    result = {"done": "success", "requeue": "requeue_after"}.get(outcome, "error")
+    standard.results[result].inc()
+    standard.time.observe(elapsed)
+    if result == "error":
+        standard.errors.inc()
+    if outcome == "terminal":
+        standard.terminal_errors.inc()
 
 
 def _key(namespace: str, obj: Obj) -> str:

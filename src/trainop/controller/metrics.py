@@ -9,12 +9,27 @@ transitions, so a restarted operator does not count existing jobs again:
 - ``training_operator_jobs_restarted_total`` — each restart counted toward ``backoffLimit``
   (a pod the operator recreates, plus the in-place container restarts it had);
 - ``training_operator_jobs_deleted_total`` — the operator deletes a job after its TTL.
-Plus ``trainop_reconcile_duration_seconds`` (histogram by kind and outcome),
+Beside them, what dashboards for any controller-runtime operator query, with
+controller-runtime's and client-go's names, labels and buckets (upstream serves them from the
+same registry): ``controller_runtime_reconcile_total{controller,result}`` (result ``success``,
+``error``, ``requeue``, ``requeue_after``; every result starts at 0),
+``controller_runtime_reconcile_errors_total{controller}``,
+``controller_runtime_terminal_reconcile_errors_total{controller}``,
+``controller_runtime_reconcile_time_seconds{controller}``,
+``controller_runtime_max_concurrent_reconciles{controller}``,
+``controller_runtime_active_workers{controller}``, the work queue's ``workqueue_depth``,
+``workqueue_adds_total``, ``workqueue_queue_duration_seconds``,
+``workqueue_work_duration_seconds`` and ``workqueue_retries_total`` (label ``name``, the
+controller's name, e.g. ``pytorchjob-controller``), and
+``rest_client_requests_total{code,method,host}``.
+trainop's own: ``trainop_reconcile_duration_seconds`` (histogram by kind and outcome),
 ``trainop_workqueue_depth`` (gauge by kind) and ``trainop_api_requests_total`` (by verb and
 resource).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
@@ -22,6 +37,36 @@ from prometheus_client.exposition import generate_latest
 from trainop.api.types import FAILED, SUCCEEDED, JobStatus
 
 _JOB_LABELS = ("job_namespace", "framework")
+# controller-runtime's reconcile time buckets, and client-go's workqueue ones (1e-8 s .. 1e3 s).
+_RECONCILE_BUCKETS = (
+    *(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7),
+    *(0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10),
+    *(15, 20, 25, 30, 40, 50, 60),
+)
+_QUEUE_BUCKETS = tuple(10.0**exponent for exponent in range(-8, 4))
+RECONCILE_RESULTS = ("success", "error", "requeue", "requeue_after")
+
+
+@dataclass(frozen=True, slots=True)
+class QueueMetrics:
+    """client-go's metrics of one named work queue (children of the labelled families)."""
+
+    depth: Gauge
+    adds: Counter
+    queue_duration: Histogram
+    work_duration: Histogram
+    retries: Counter
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerMetrics:
+    """controller-runtime's metrics of one controller (children of the labelled families)."""
+
+    results: dict[str, Counter]
+    errors: Counter
+    terminal_errors: Counter
+    time: Histogram
+    active_workers: Gauge
 
 
 class Metrics:
@@ -52,6 +97,106 @@ class Metrics:
             ("verb", "resource"),
             registry=self.registry,
         )
+        self._controller_runtime()
+        self._workqueue()
+        self.rest_client_requests = Counter(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            ("code", "method", "host"),
+            registry=self.registry,
+        )
+
+    def _controller_runtime(self) -> None:
+        labels = ("controller",)
+        self.reconcile_total = Counter(
+            "controller_runtime_reconcile",
+            "Total number of reconciliations per controller",
+            ("controller", "result"),
+            registry=self.registry,
+        )
+        self.reconcile_errors = Counter(
+            "controller_runtime_reconcile_errors",
+            "Total number of reconciliation errors per controller",
+            labels,
+            registry=self.registry,
+        )
+        self.terminal_reconcile_errors = Counter(
+            "controller_runtime_terminal_reconcile_errors",
+            "Total number of terminal reconciliation errors per controller",
+            labels,
+            registry=self.registry,
+        )
+        self.reconcile_time = Histogram(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            labels,
+            buckets=_RECONCILE_BUCKETS,
+            registry=self.registry,
+        )
+        self.max_concurrent_reconciles = Gauge(
+            "controller_runtime_max_concurrent_reconciles",
+            "Maximum number of concurrent reconciles per controller",
+            labels,
+            registry=self.registry,
+        )
+        self.active_workers = Gauge(
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
+            labels,
+            registry=self.registry,
+        )
+
+    def _workqueue(self) -> None:
+        def histogram(name: str, text: str) -> Histogram:
+            return Histogram(name, text, ("name",), buckets=_QUEUE_BUCKETS, registry=self.registry)
+
+        self.workqueue_depth = Gauge(
+            "workqueue_depth", "Current depth of workqueue", ("name",), registry=self.registry
+        )
+        self.workqueue_adds = Counter(
+            "workqueue_adds",
+            "Total number of adds handled by workqueue",
+            ("name",),
+            registry=self.registry,
+        )
+        self.workqueue_queue_duration = histogram(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+        )
+        self.workqueue_work_duration = histogram(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes.",
+        )
+        self.workqueue_retries = Counter(
+            "workqueue_retries",
+            "Total number of retries handled by workqueue",
+            ("name",),
+            registry=self.registry,
+        )
+
+    def for_queue(self, name: str) -> QueueMetrics:
+        """The metrics of the work queue ``name`` (client-go names it after the controller)."""
+        return QueueMetrics(
+            depth=self.workqueue_depth.labels(name=name),
+            adds=self.workqueue_adds.labels(name=name),
+            queue_duration=self.workqueue_queue_duration.labels(name=name),
+            work_duration=self.workqueue_work_duration.labels(name=name),
+            retries=self.workqueue_retries.labels(name=name),
+        )
+
+    def for_controller(self, name: str, *, workers: int) -> ControllerMetrics:
+        """The metrics of controller ``name``, every reconcile result at 0 (as upstream)."""
+        self.max_concurrent_reconciles.labels(controller=name).set(workers)
+        return ControllerMetrics(
+            results={
+                result: self.reconcile_total.labels(controller=name, result=result)
+                for result in RECONCILE_RESULTS
+            },
+            errors=self.reconcile_errors.labels(controller=name),
+            terminal_errors=self.terminal_reconcile_errors.labels(controller=name),
+            time=self.reconcile_time.labels(controller=name),
+            active_workers=self.active_workers.labels(controller=name),
+        )
 
     def _job_counter(self, what: str, text: str) -> Counter:
         name = f"training_operator_jobs_{what}"
@@ -75,6 +220,10 @@ class Metrics:
 
     def count_request(self, verb: str, resource: str) -> None:
         self.api_requests.labels(verb=verb, resource=resource).inc()
+
+    def count_response(self, code: str, method: str, host: str) -> None:
+        """One answered (or failed: code ``<error>``) HTTP request, as client-go counts it."""
+        self.rest_client_requests.labels(code=code, method=method, host=host).inc()
 
     def exposition(self) -> bytes:
         """The text exposition of every metric (what ``/metrics`` returns)."""

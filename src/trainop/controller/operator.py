@@ -67,7 +67,10 @@ async def run_operator(
     clock = clock or LoopClock()
     if client is None:
         http = HttpClient.from_kubeconfig(
-            path=config.kubeconfig, context=config.context, on_request=metrics.count_request
+            path=config.kubeconfig,
+            context=config.context,
+            on_request=metrics.count_request,
+            on_response=metrics.count_response,
         )
         client = RateLimitedClient(http, TokenBucket(qps=config.qps, burst=config.burst))
     manager = Manager(client=client, clock=clock, options=config.manager, metrics=metrics)

@@ -7,15 +7,23 @@ Semantics (controller-runtime's, in asyncio):
 - ``add_after`` delays an add (the earliest pending deadline of a key wins);
 - ``add_rate_limited`` delays by the key's exponential backoff (``base_delay * 2**failures``,
   capped at ``max_delay``); ``forget`` resets it after a success.
-Time comes from an injected ``Clock``. ``depth`` feeds the queue-depth metric.
+Time comes from an injected ``Clock``. ``depth`` feeds the queue-depth metric; with
+``metrics`` the queue also keeps client-go's workqueue metrics as client-go counts them: an add
+of a key that is not already waiting counts (``workqueue_adds_total``, depth +1) and starts its
+wait, ``get`` ends it (``workqueue_queue_duration_seconds``) and starts the work, ``done`` ends
+that (``workqueue_work_duration_seconds``), ``add_rate_limited`` is a retry. Durations are
+measured with ``monotonic`` (real time even under a fake ``Clock``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
+from collections.abc import Callable
 
 from trainop.controller.clock import Clock, Timer
+from trainop.controller.metrics import QueueMetrics
 
 
 class ShutDownError(Exception):
@@ -25,8 +33,20 @@ class ShutDownError(Exception):
 class WorkQueue:
     """De-duplicating, delaying, rate-limited queue of reconcile keys (strings)."""
 
-    def __init__(self, *, clock: Clock, base_delay: float = 0.005, max_delay: float = 300.0):
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        base_delay: float = 0.005,
+        max_delay: float = 300.0,
+        metrics: QueueMetrics | None = None,
+        monotonic: Callable[[], float] = time.perf_counter,
+    ):
         self._clock = clock
+        self._metrics = metrics
+        self._monotonic = monotonic
+        self._added_at: dict[str, float] = {}
+        self._started_at: dict[str, float] = {}
         self._base_delay = base_delay
         self._max_delay = max_delay
         self._queue: deque[str] = deque()
@@ -51,6 +71,10 @@ class WorkQueue:
         if self._shut_down or key in self._dirty:
             return
         self._dirty.add(key)
+        if self._metrics is not None:
+            self._metrics.adds.inc()
+            self._metrics.depth.set(len(self._dirty))
+            self._added_at.setdefault(key, self._monotonic())
         if key not in self._processing:
             self._queue.append(key)
             self._ready.set()
@@ -73,6 +97,8 @@ class WorkQueue:
         """Add ``key`` after its backoff; returns the delay used."""
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
+        if self._metrics is not None:
+            self._metrics.retries.inc()
         delay = min(self._max_delay, self._base_delay * (1 << min(failures, 40)))
         self.add_after(key, delay)
         return delay
@@ -94,10 +120,18 @@ class WorkQueue:
         key = self._queue.popleft()
         self._processing.add(key)
         self._dirty.discard(key)
+        if self._metrics is not None:
+            now = self._monotonic()
+            self._metrics.depth.set(len(self._dirty))
+            self._metrics.queue_duration.observe(now - self._added_at.pop(key, now))
+            self._started_at[key] = now
         return key
 
     def done(self, key: str) -> None:
         self._processing.discard(key)
+        started = self._started_at.pop(key, None)
+        if self._metrics is not None and started is not None:
+            self._metrics.work_duration.observe(self._monotonic() - started)
         if key in self._dirty:
             self._queue.append(key)
             self._ready.set()

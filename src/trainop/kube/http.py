@@ -9,7 +9,9 @@ on the hot path (DESIGN §12). Failures become ``trainop.errors`` through ``kube
 mapping; transport failures become ``UnreachableError``. Watches request bookmarks and surface
 410 (as an HTTP status or an ``ERROR`` event) as ``GoneError`` for the informer to relist.
 
-``on_request(verb, plural)`` is called for every request (the API-calls metric).
+``on_request(verb, plural)`` is called for every request (the API-calls metric);
+``on_response(code, method, host)`` for every answer, with client-go's labels of
+``rest_client_requests_total`` (code ``<error>`` when no answer came).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ _PATCH_CONTENT_TYPES = {
     "strategic": "application/strategic-merge-patch+json",
 }
 RequestHook = Callable[[str, str], None]
+ResponseHook = Callable[[str, str, str], None]
 PODS_PATH = "/api/v1/namespaces/{namespace}/pods/{name}/log"
 
 
@@ -42,12 +45,24 @@ def _ignore(verb: str, plural: str) -> None:
     del verb, plural
 
 
+def _ignore_response(code: str, method: str, host: str) -> None:
+    del code, method, host
+
+
 class HttpClient:
     """A Kubernetes API client speaking JSON over an injected ``httpx2.AsyncClient``."""
 
-    def __init__(self, http: httpx2.AsyncClient, *, on_request: RequestHook = _ignore) -> None:
+    def __init__(
+        self,
+        http: httpx2.AsyncClient,
+        *,
+        on_request: RequestHook = _ignore,
+        on_response: ResponseHook = _ignore_response,
+    ) -> None:
         self._http = http
         self._on_request = on_request
+        self._on_response = on_response
+        self._host = http.base_url.netloc.decode("ascii", errors="replace")
 
     @classmethod
     def from_kubeconfig(
@@ -56,6 +71,7 @@ class HttpClient:
         path: str | None = None,
         context: str | None = None,
         on_request: RequestHook = _ignore,
+        on_response: ResponseHook = _ignore_response,
     ) -> HttpClient:
         """A client for ``path`` (else ``KUBECONFIG``, ``~/.kube/config`` or in-cluster)."""
         try:
@@ -66,7 +82,8 @@ class HttpClient:
         if config is None:
             raise errors.UnreachableError(f"no Kubernetes context {context!r} in the configuration")
         params = client_adapter.ConnectionParams(timeout=httpx2.Timeout(30.0))
-        return cls(client_adapter.AsyncClient(config, params), on_request=on_request)
+        http = client_adapter.AsyncClient(config, params)
+        return cls(http, on_request=on_request, on_response=on_response)
 
     async def get(
         self, resource: Resource, *, name: str, namespace: str | None = None, subresource: str = ""
@@ -201,7 +218,9 @@ class HttpClient:
         try:
             response = await self._http.send(request, stream=True)
         except httpx2.TransportError as exc:
+            self._on_response("<error>", "GET", self._host)
             raise errors.UnreachableError(f"{what}: {exc}") from exc
+        self._on_response(str(response.status_code), "GET", self._host)
         try:
             if response.status_code >= 400:
                 await response.aread()
@@ -235,7 +254,9 @@ class HttpClient:
                 method, path, content=content, params=params, headers=all_headers
             )
         except httpx2.TransportError as exc:
+            self._on_response("<error>", method, self._host)
             raise errors.UnreachableError(f"{verb} {resource.plural}: {exc}") from exc
+        self._on_response(str(response.status_code), method, self._host)
         decoded = _json(response.content)
         if response.status_code >= 400:
             raise error_from_status(response.status_code, decoded, what=f"{verb} {path}")

@@ -10,10 +10,17 @@ container command, MXJob's empty ``jobMode``.
 from __future__ import annotations
 
 import json
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
+import yaml
+from kubernetes import client as k8s
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
 from tests.integration.apiserver.conftest import RunningServer
 from tests.integration.controller.cluster import (
@@ -25,6 +32,13 @@ from tests.integration.controller.cluster import (
     replica_spec,
     run_cluster,
     start_cluster_server,
+)
+from tests.integration.controller.operator_process import (
+    OperatorProcess,
+    api_client,
+    custom,
+    get_job,
+    until,
 )
 from tests.unit.api.builders import manifest
 from trainop import errors
@@ -350,3 +364,105 @@ def test_a_broken_init_container_template_stops_the_operator(tmp_path: Path) -> 
     template.write_text("- name: x\n  image: {{.Image}}\n")
     with pytest.raises(errors.InvalidTemplateError, match="can't evaluate field Image"):
         _operator_options("--pytorch-init-container-template-file", str(template))
+
+
+# --- item 13: controller-runtime's and client-go's metrics ----------------------------------
+
+
+def _families(port: int) -> dict[str, list[Sample]]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    return {f.name: list(f.samples) for f in text_string_to_metric_families(text)}
+
+
+def _value(families: dict[str, list[Sample]], sample: str, **labels: str) -> float | None:
+    family = sample.removesuffix("_total").removesuffix("_count").removesuffix("_sum")
+    for found in families.get(family, []):
+        if found.name == sample and found.labels == labels:
+            return float(found.value)
+    return None
+
+
+def _job_succeeded(api: k8s.ApiClient, namespace: str) -> bool:
+    job = get_job(api, "pytorchjobs", "met", namespace)
+    conditions = (job.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Succeeded" and c["status"] == "True" for c in conditions)
+
+
+def _set_phase(api: k8s.ApiClient, namespace: str, phase: str) -> None:
+    core = k8s.CoreV1Api(api)
+    selector = "training.kubeflow.org/job-name=met"
+    for pod in core.list_namespaced_pod(namespace, label_selector=selector).items:
+        core.patch_namespaced_pod_status(pod.metadata.name, namespace, {"status": {"phase": phase}})
+
+
+def test_operator_serves_controller_runtime_metrics(server: RunningServer, tmp_path: Path) -> None:
+    """Names, labels and result values of controller-runtime v0.19
+    (``pkg/internal/controller/metrics``) and client-go (``workqueue``, ``rest_client``), which
+    upstream's ``/metrics`` serves beside its job counters (spec 11)."""
+    api = api_client(server.kubeconfig)
+    namespace = "metrics-fidelity"
+    k8s.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
+    process = OperatorProcess(
+        server.kubeconfig,
+        *("--enable-scheme", "pytorchjob", "--namespace", namespace),
+        log=tmp_path / "operator.log",
+    )
+    try:
+        job = manifest("PyTorchJob", name="met")
+        job["metadata"]["namespace"] = namespace
+        custom(api).create_namespaced_custom_object(
+            "kubeflow.org", "v1", namespace, "pytorchjobs", job
+        )
+        core = k8s.CoreV1Api(api)
+        until(lambda: len(core.list_namespaced_pod(namespace).items) == 3, what="three pods")
+        _set_phase(api, namespace, "Running")
+        _set_phase(api, namespace, "Succeeded")
+        until(partial(_job_succeeded, api, namespace), what="Succeeded")
+        controller = "pytorchjob-controller"
+
+        def settled() -> dict[str, list[Sample]] | None:
+            families = _families(process.metrics_port)
+            gets = _value(families, "workqueue_queue_duration_seconds_count", name=controller)
+            works = _value(families, "workqueue_work_duration_seconds_count", name=controller)
+            return families if gets and gets == works else None
+
+        families = until(settled, what="every key handed out was done")
+        results = {
+            result: _value(
+                families, "controller_runtime_reconcile_total", controller=controller, result=result
+            )
+            for result in ("success", "error", "requeue", "requeue_after")
+        }
+        assert None not in results.values(), results  # every result is served, from 0
+        assert (results["success"] or 0) >= 1
+        assert results["requeue"] == 0
+        errors_total = _value(
+            families, "controller_runtime_reconcile_errors_total", controller=controller
+        )
+        assert errors_total == results["error"]
+        timed = _value(
+            families, "controller_runtime_reconcile_time_seconds_count", controller=controller
+        )
+        assert timed == sum(v or 0 for v in results.values())
+        gets = _value(families, "workqueue_queue_duration_seconds_count", name=controller)
+        assert gets == timed
+        adds = _value(families, "workqueue_adds_total", name=controller)
+        assert adds is not None
+        assert adds >= gets
+        assert _value(families, "workqueue_depth", name=controller) == 0
+        assert _value(families, "workqueue_retries_total", name=controller) == results["error"]
+        host = urllib.parse.urlsplit(
+            yaml.safe_load(server.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        ).netloc
+        pods_created = _value(
+            families, "rest_client_requests_total", code="201", method="POST", host=host
+        )
+        assert pods_created is not None
+        assert pods_created >= 3
+        assert (
+            _value(families, "rest_client_requests_total", code="200", method="GET", host=host) or 0
+        ) >= 1
+    finally:
+        code = process.stop()
+    assert code == 0, (tmp_path / "operator.log").read_text()[-2000:]

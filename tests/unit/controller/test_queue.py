@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from trainop.controller.clock import FakeClock
+from trainop.controller.metrics import Metrics
 from trainop.controller.queue import ShutDownError, WorkQueue
 
 
@@ -83,3 +84,38 @@ def test_shut_down_wakes_waiting_workers() -> None:
             await asyncio.wait_for(waiter, 5)
 
     run(body)
+
+
+def test_client_go_workqueue_metrics_count_adds_waits_work_and_retries() -> None:
+    """client-go's counting: an add of a waiting key is not an add; a key added while in
+    progress is (it waits again from then)."""
+    metrics = Metrics()
+    now = [0.0]
+
+    def value(sample: str) -> float | None:
+        return metrics.registry.get_sample_value(sample, {"name": "tfjob-controller"})
+
+    async def main() -> None:
+        queue = WorkQueue(
+            clock=FakeClock(),
+            metrics=metrics.for_queue("tfjob-controller"),
+            monotonic=lambda: now[0],
+        )
+        queue.add("ns/a")
+        queue.add("ns/a")
+        assert (value("workqueue_adds_total"), value("workqueue_depth")) == (1.0, 1.0)
+        now[0] = 2.0
+        assert await queue.get() == "ns/a"
+        assert value("workqueue_depth") == 0.0
+        assert value("workqueue_queue_duration_seconds_sum") == 2.0
+        queue.add("ns/a")  # while in progress: counted, waits from now
+        now[0] = 5.0
+        queue.done("ns/a")
+        assert value("workqueue_work_duration_seconds_sum") == 3.0
+        assert value("workqueue_adds_total") == 2.0
+        assert await queue.get() == "ns/a"
+        assert value("workqueue_queue_duration_seconds_sum") == 2.0 + 3.0
+        queue.add_rate_limited("ns/a")
+        assert value("workqueue_retries_total") == 1.0
+
+    asyncio.run(main())
