@@ -37,13 +37,19 @@ EXIT_INVALID = 2
 )
 @cluster_command
 def submit(client: TrainingClient, path: Path, namespace: str) -> None:
-    """Create the job(s) of a manifest file on the cluster."""
+    """Create the job(s) of a manifest file on the cluster.
+
+    On a ``trainop local`` cluster a namespace the manifest names is created when missing.
+    """
     try:
         documents = manifest.parse_documents(path.read_text(encoding="utf-8"), source=str(path))
     except OSError as exc:
         raise click.ClickException(f"{path}: {exc.strerror}") from exc
     for document in documents:
         document.setdefault("metadata", {}).setdefault("namespace", namespace)
+        wanted = str(document["metadata"]["namespace"])
+        if client.is_local and client.ensure_namespace(wanted):
+            click.echo(f"namespace/{wanted} created")
         try:
             job = client.create_job(document)
         except errors.InvalidJobError as exc:

@@ -31,7 +31,7 @@ from trainop.kube.resources import job_resource
 from trainop.local.apiserver import Limits
 from trainop.local.apiserver.limits import replica_errors
 from trainop.local.cluster import ClusterConfig, process_cluster
-from trainop.local.runner import Outcome, run_job
+from trainop.local.runner import Outcome, ensure_namespace, run_job
 
 _PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan")
 EXIT_FAILED, EXIT_INVALID, EXIT_TIMEOUT, EXIT_INTERRUPTED = 1, 2, 124, 130
@@ -144,6 +144,9 @@ async def _session(
     config = ClusterConfig(state_dir=state_dir, limits=limits)
     try:
         async with process_cluster(config, working_dir=Path.cwd()) as cluster:
+            namespace = job.metadata.namespace or "default"
+            if await ensure_namespace(cluster.client, namespace):
+                console.print(f"namespace/{namespace} created", style="dim")
             try:
                 outcome = await asyncio.wait_for(
                     run_job(cluster.client, job, raw, reporter=ConsoleReporter(console, job)),

@@ -6,6 +6,8 @@ reporter; every container instance that starts — including each in-place resta
 log follower, so the replicas' output arrives multiplexed, labelled ``worker-1``, ``master-0``.
 It returns when the job has ``Succeeded`` or ``Failed``, after the log followers have drained,
 with an ``Outcome`` naming, on failure, the replica, its exit code and its reason.
+``ensure_namespace`` creates a manifest's namespace on a local cluster (upstream's examples
+say ``namespace: kubeflow``, which a fresh local cluster does not have).
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from trainop import errors
 from trainop.api.kinds import info_of
 from trainop.api.types import FAILED, SUCCEEDED, Job
 from trainop.engine.naming import JOB_NAME_LABEL
-from trainop.kube.client import Obj
+from trainop.kube.client import Client, Obj
 from trainop.kube.http import HttpClient
-from trainop.kube.resources import PODS, Resource, job_resource
+from trainop.kube.resources import NAMESPACES, PODS, Resource, job_resource
 
 DRAIN_SECONDS = 5.0
 # Container failures that no restart can fix on this machine (no image to pull, no retry
@@ -47,6 +49,22 @@ class Reporter(Protocol):
 
     def log(self, replica: str, line: str) -> None:
         """One line of output of ``replica`` (``worker-1``; ``worker-1/sidecar`` for others)."""
+
+
+async def ensure_namespace(client: Client, name: str) -> bool:
+    """Create namespace ``name`` unless it exists; True when this call created it."""
+    try:
+        await client.get(NAMESPACES, name=name)
+        return False
+    except errors.NotFoundError:
+        pass
+    try:
+        await client.create(
+            NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        )
+    except errors.AlreadyExistsError:
+        return False  # created meanwhile, by someone else
+    return True
 
 
 async def run_job(client: HttpClient, job: Job, raw: Obj, *, reporter: Reporter) -> Outcome:

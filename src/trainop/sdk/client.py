@@ -40,6 +40,7 @@ from trainop.kube.resources import (
     Resource,
     job_resource,
 )
+from trainop.local import runner
 from trainop.sdk import builders, config, constants, logs, watching
 from trainop.sdk.bridge import LoopThread
 from trainop.sdk.errors import InvalidArgumentError, JobFailedError, WaitTimeoutError
@@ -165,6 +166,15 @@ class TrainingClient:
         )
         log.info("%s %s/%s has been created", parsed.kind, ns, parsed.metadata.name)
         return manifest.parse_job(created)
+
+    def ensure_namespace(self, namespace: str) -> bool:
+        """Create ``namespace`` unless it exists; True when this call created it.
+
+        A trainop extension (not in the upstream SDK), for local clusters: upstream's example
+        manifests name ``namespace: kubeflow``, which a fresh local cluster does not have.
+        """
+        created: bool = self._call(runner.ensure_namespace(self._http, namespace))
+        return created
 
     # -- read ------------------------------------------------------------------------------
 
