@@ -29,10 +29,73 @@ from trainop.errors import FieldError, InvalidJobError, ManifestError, UnknownKi
 _MAP_FIELDS = ("ReplicaSpecs", "replicaStatuses", "labels", "annotations", "minResources")
 
 
+MAX_ALIAS_EXPANSION = 10_000  # nodes that aliases may add to a document, beyond its own
+
+
+class _AliasBombError(yaml.YAMLError):
+    """A document whose aliases expand beyond ``MAX_ALIAS_EXPANSION`` nodes."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a document whose aliases expand too far.
+
+    Aliases make a node graph share nodes; building Python objects keeps the sharing, but
+    every later walk (validation, JSON encoding) expands it: nine aliases of nine aliases of
+    ... ("billion laughs") are a few hundred bytes and 10^9 nodes. So before a document is
+    constructed, its expanded size is counted (each distinct node once, memoised) and compared
+    with its distinct nodes: a document without aliases is never refused.
+    """
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        distinct, expanded = _node_counts(node, limit=MAX_ALIAS_EXPANSION)
+        if expanded - distinct > MAX_ALIAS_EXPANSION:
+            raise _AliasBombError(
+                f"YAML aliases expand the document by more than {MAX_ALIAS_EXPANSION} nodes "
+                f"(refused: an alias bomb?)"
+            )
+        return super().construct_document(node)
+
+
+def _node_counts(root: yaml.Node, *, limit: int) -> tuple[int, int]:
+    """(distinct nodes, nodes once aliases are expanded), the latter capped near ``limit``
+    beyond the former; iterative, so deep documents cannot exhaust the stack."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children = _children(node)
+        if not children_done:
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+            continue
+        total = 1 + sum(sizes[id(child)] for child in children)
+        sizes[id(node)] = min(total, len(sizes) + limit + 2)
+    return len(sizes), sizes[id(root)]
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
 def parse_documents(text: str, *, source: str = "<input>") -> list[dict[str, Any]]:
-    """Every non-empty document of a YAML (or JSON) text; each must be a mapping."""
+    """Every non-empty document of a YAML (or JSON) text; each must be a mapping.
+
+    Safe loading only (no Python objects), and alias expansion is bounded
+    (``_BoundedLoader``): an alias bomb is a ``ManifestError`` naming ``source``.
+    """
     try:
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+        loaded = yaml.load_all(text, Loader=_BoundedLoader)  # a SafeLoader subclass
+        documents = [d for d in loaded if d is not None]
+    except _AliasBombError as exc:
+        raise ManifestError(f"{source}: {exc}") from exc
+    except RecursionError as exc:
+        raise ManifestError(f"{source}: not valid YAML: nested too deeply") from exc
     except yaml.YAMLError as exc:
         raise ManifestError(f"{source}: not valid YAML: {_yaml_problem(exc)}") from exc
     for number, document in enumerate(documents, start=1):

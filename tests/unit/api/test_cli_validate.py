@@ -88,3 +88,35 @@ def test_generate_check_lists_stale_files_then_generate_fixes_them(tmp_path: Pat
     assert code == 0
     code, output = _run("manifests", "generate", "--check", "--root", str(tmp_path))
     assert (code, output) == (0, "")
+
+
+BOMB = 'a0: &a0 ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
+    f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 9)
+)
+
+
+def test_an_alias_bomb_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "bomb.yaml"
+    path.write_text(BOMB)
+    for args in (["validate", "-f", str(path)], ["run", str(path)]):
+        code, output = _run(*args)
+        assert code in (1, 2), output
+        assert f"{path}: YAML aliases expand the document" in output
+        assert len(output.strip().splitlines()) == 1, output
+
+
+def test_submit_refuses_an_alias_bomb_before_any_request(tmp_path: Path) -> None:
+    path = tmp_path / "bomb.yaml"
+    path.write_text(BOMB)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+    )
+    result = CliRunner().invoke(
+        main, ["submit", "-f", str(path)], env={"KUBECONFIG": str(kubeconfig)}
+    )
+    assert result.exit_code != 0
+    assert f"{path}: YAML aliases expand the document" in result.output

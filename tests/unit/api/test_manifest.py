@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import textwrap
+import time
 from typing import Any
 
 import pytest
@@ -212,3 +213,51 @@ def test_field_errors_are_structured_for_webhooks() -> None:
         "Forbidden",
         "must be 1",
     )
+
+
+# ---- YAML alias bombs ------------------------------------------------------------------------
+
+
+def alias_bomb(levels: int = 9) -> str:
+    """Nine aliases of nine aliases ... of one string: a few hundred bytes, 9^levels nodes."""
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, levels):
+        refs = ",".join([f"*a{i - 1}"] * 9)
+        lines.append(f"a{i}: &a{i} [{refs}]")
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_is_refused_at_once_naming_the_file() -> None:
+    started = time.monotonic()
+    with pytest.raises(ManifestError) as refused:
+        wire.parse_documents(alias_bomb(), source="bomb.yaml")
+    assert time.monotonic() - started < 2
+    assert str(refused.value).startswith("bomb.yaml: YAML aliases expand the document")
+    assert "10000" in str(refused.value)
+
+
+def test_a_bomb_in_a_later_document_is_refused_too() -> None:
+    text = "kind: PyTorchJob\n---\n" + alias_bomb(6)
+    with pytest.raises(ManifestError, match="alias"):
+        wire.parse_documents(text, source="two.yaml")
+
+
+def test_ordinary_aliases_are_fine() -> None:
+    text = (
+        "base: &env [{name: A, value: '1'}, {name: B, value: '2'}]\n"
+        "master: {env: *env}\nworker: {env: *env}\n"
+    )
+    (document,) = wire.parse_documents(text)
+    assert document["master"]["env"] == document["worker"]["env"]
+    assert wire.parse_documents(alias_bomb(4))  # 9^4 = 6561 nodes by expansion: under the bound
+
+
+def test_a_large_document_without_aliases_is_never_refused() -> None:
+    text = "items:\n" + "".join(f"- {{k: v{i}}}\n" for i in range(5_000))
+    (document,) = wire.parse_documents(text)
+    assert len(document["items"]) == 5_000
+
+
+def test_deep_yaml_nesting_is_a_manifest_error() -> None:
+    with pytest.raises(ManifestError, match=r"deep\.yaml"):
+        wire.parse_documents("a: " + "[" * 5_000 + "]" * 5_000, source="deep.yaml")
