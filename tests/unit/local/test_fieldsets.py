@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainop.local import schemas
 from trainop.local.apiserver import fieldsets
 
 SCHEMA: dict[str, Any] = {
@@ -139,8 +140,9 @@ def test_depth_is_measured_without_recursion() -> None:
     deep: Any = 0
     for _ in range(50_000):
         deep = [deep]
-    assert fieldsets.depth(deep) == 50_001
-    assert fieldsets.depth({"a": {"b": 1}}) == 3
+    assert fieldsets.depth(deep) == 50_000
+    assert fieldsets.depth({"a": {"b": 1}}) == 2
+    assert fieldsets.depth("x") == 0
 
 
 def test_a_created_builtin_object_owns_its_new_maps_but_not_its_structs() -> None:
@@ -149,4 +151,37 @@ def test_a_created_builtin_object_owns_its_new_maps_but_not_its_structs() -> Non
     assert fieldsets.encode(changed) == {
         "f:metadata": {"f:annotations": {".": {}, "f:x": {}}},
         "f:spec": {"f:template": {"f:spec": {}}},
+    }
+
+
+def test_builtin_kinds_follow_their_published_list_markers() -> None:
+    defs = schemas.load_definitions()
+    pod = fieldsets.Shape(schema=defs["io.k8s.api.core.v1.Pod"], root=True, defs=defs)
+    value = {
+        "metadata": {"labels": {"a": "b"}},
+        "spec": {
+            "containers": [{"name": "c", "ports": [{"containerPort": 80}]}],
+            "tolerations": [{"key": "k", "operator": "Exists"}],
+        },
+    }
+    assert fieldsets.encode(fieldsets.members(value, pod)) == {
+        "f:metadata": {"f:labels": {"f:a": {}}},
+        "f:spec": {
+            "f:containers": {
+                'k:{"name":"c"}': {
+                    ".": {},
+                    "f:name": {},
+                    "f:ports": {
+                        'k:{"containerPort":80,"protocol":"TCP"}': {".": {}, "f:containerPort": {}}
+                    },
+                }
+            },
+            "f:tolerations": {},  # atomic: x-kubernetes-list-type atomic
+        },
+    }
+    new = {"metadata": {"annotations": {"x": "y"}}, "spec": {"nodeSelector": {"x": "y"}}}
+    changed, _ = fieldsets.changes({"spec": {}}, new, pod)
+    assert fieldsets.encode(changed) == {
+        "f:metadata": {"f:annotations": {".": {}, "f:x": {}}},
+        "f:spec": {"f:nodeSelector": {}},  # x-kubernetes-map-type: atomic
     }

@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from . import admission, fieldsets, managedfields, objects, status, writes
+from . import admission, bodies, fieldsets, managedfields, objects, status, writes
 from .call import ApiState, Call
 from .managedfields import Entry
 
@@ -65,21 +65,30 @@ async def patch(state: ApiState, call: Call) -> web.Response:
 
 def decode(body: bytes) -> dict[str, Any]:
     """The apply body as a map: JSON when it parses as JSON, else YAML; 400 otherwise, and
-    for bodies nested deeper than ``fieldsets.MAX_DEPTH``."""
+    for bodies nested deeper than ``bodies.MAX_DEPTH`` arrays or objects."""
+    what = "the apply patch"
     try:
         value = json.loads(body)
-    except (ValueError, RecursionError):
+    except RecursionError as exc:
+        raise _too_deep(what) from exc
+    except ValueError:
         try:
             value = yaml.safe_load(body)  # the pure-Python loader: deep nesting raises
-        except (yaml.YAMLError, RecursionError, ValueError) as exc:
+        except RecursionError as exc:
+            raise _too_deep(what) from exc
+        except (yaml.YAMLError, ValueError) as exc:
             raise status.bad_request(f"error decoding YAML: {str(exc)[:200]}") from exc
     if not isinstance(value, dict):
-        raise status.bad_request("the apply patch must be a YAML or JSON object")
-    if fieldsets.depth(value) > fieldsets.MAX_DEPTH:
-        raise status.bad_request(
-            f"the apply patch is nested deeper than {fieldsets.MAX_DEPTH} levels"
-        )
+        raise status.bad_request(f"{what} must be a YAML or JSON object")
+    if fieldsets.depth(value) > bodies.MAX_DEPTH:
+        raise _too_deep(what)
     return value
+
+
+def _too_deep(what: str) -> status.RequestError:
+    return status.bad_request(
+        f"{what} nests deeper than {bodies.MAX_DEPTH} levels of arrays or objects"
+    )
 
 
 @dataclass(frozen=True, slots=True)

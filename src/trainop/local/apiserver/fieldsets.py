@@ -25,14 +25,14 @@ reach here.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import patch
+from . import bodies, patch
 
 Path = tuple[str, ...]
-MAX_DEPTH = 100
+MAX_DEPTH = bodies.MAX_DEPTH
 
 _SET_LISTS = frozenset({"finalizers"})
 # Built-in map-typed fields: a newly added one is itself a member (kube's typed objects have
@@ -52,35 +52,49 @@ _BUILTIN_MAPS = frozenset(
 )
 _SET = ("",)  # list kind marker: a set of scalars
 _MISSING = object()
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+# Key fields kube defaults when an item omits them (``ContainerPort.protocol``, ``+default``
+# markers the published schemas drop), so ``{containerPort: 80}`` is the item
+# ``k:{"containerPort":80,"protocol":"TCP"}`` as in kube.
+KEY_DEFAULTS: dict[str, Any] = {"protocol": "TCP"}
 
 
 @dataclass(frozen=True, slots=True)
 class Shape:
-    """How one node of an object merges: from a CRD schema node, or built-in tables."""
+    """How one node of an object merges: a schema node (a CRD's, or a built-in kind's
+    definition, whose ``$ref`` resolve through ``defs``), or, without one, built-in tables."""
 
-    schema: dict[str, Any] | None = None  # None: a built-in kind (or unknown fields)
+    schema: dict[str, Any] | None = None  # None: no schema (unknown fields, or tables)
     field: str = ""  # the field name this node is the value of (built-in tables key on it)
-    custom: bool = False
+    custom: bool = False  # a custom resource's own schema: unstructured, lists atomic
     root: bool = False
+    defs: Mapping[str, Any] | None = None
+
+    def _sub(self, node: Any, key: str) -> Shape:
+        return Shape(
+            schema=resolve(node, self.defs),
+            field=key,
+            custom=self.custom,
+            defs=self.defs,
+        )
 
     def child(self, key: str) -> tuple[Shape, bool]:
         """The shape of map entry ``key`` and whether it is a declared field."""
         if self.schema is None:
             return Shape(field=key, custom=self.custom), self.field not in _BUILTIN_MAPS
         if key == "metadata" and (self.root or self.schema.get("x-kubernetes-embedded-resource")):
-            return Shape(field=key), True  # ObjectMeta, whatever the schema says of it
+            meta = self.defs.get(OBJECT_META) if self.defs is not None else None
+            return Shape(schema=meta, field=key, defs=self.defs), True  # always ObjectMeta
         props = self.schema.get("properties") or {}
         if key in props:
-            return Shape(schema=props[key], field=key, custom=True), True
-        extra = self.schema.get("additionalProperties")
-        return Shape(schema=extra if isinstance(extra, dict) else None, custom=True), False
+            return self._sub(props[key], key), True
+        return self._sub(self.schema.get("additionalProperties"), key), False
 
     def item(self) -> Shape:
         """The shape of a list's items."""
         if self.schema is None:
             return Shape(field=self.field, custom=self.custom)
-        items = self.schema.get("items")
-        return Shape(schema=items if isinstance(items, dict) else None, custom=True)
+        return self._sub(self.schema.get("items"), self.field)
 
     def is_atomic_map(self) -> bool:
         """Whether a map here is replaced whole (``x-kubernetes-map-type: atomic``)."""
@@ -88,20 +102,18 @@ class Shape:
 
     def is_new_map_member(self, declared: bool) -> bool:
         """Whether this map node, when an update adds it, is itself a member of the changes
-        (custom objects are unstructured in kube; typed structs always exist)."""
-        return self.custom or not declared or self.field in _BUILTIN_MAPS
+        (custom objects are unstructured in kube; typed structs always exist, maps do not)."""
+        if self.custom or not declared:
+            return True
+        if self.schema is not None:
+            return "additionalProperties" in self.schema and not self.schema.get("properties")
+        return self.field in _BUILTIN_MAPS
 
     def list_keys(self, *lists: list[Any]) -> tuple[str, ...] | None:
         """The key fields of an associative list, ``_SET`` for a set, None when atomic."""
         items = [x for lst in lists for x in lst]
         if self.schema is not None:
-            kind = self.schema.get("x-kubernetes-list-type")
-            if kind == "set":
-                return _SET if all(_is_scalar(x) for x in items) else None
-            keys = tuple(self.schema.get("x-kubernetes-list-map-keys") or ())
-            if kind != "map" or not keys:
-                return None
-            return keys if _keyed(items, keys) else None
+            return _schema_list_keys(self.schema, items, custom=self.custom)
         if self.custom:
             return None
         if self.field in _SET_LISTS:
@@ -112,20 +124,53 @@ class Shape:
         return None
 
 
+def resolve(node: Any, defs: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A schema node with its ``$ref`` followed (definitions are ``#/$defs/NAME``)."""
+    for _ in range(16):
+        if not isinstance(node, dict) or "$ref" not in node or defs is None:
+            break
+        node = defs.get(str(node["$ref"]).rsplit("/", 1)[-1])
+    return node if isinstance(node, dict) and "$ref" not in node else None
+
+
+def _schema_list_keys(
+    schema: dict[str, Any], items: list[Any], *, custom: bool
+) -> tuple[str, ...] | None:
+    kind = schema.get("x-kubernetes-list-type")
+    if kind is None and not custom and "merge" in str(schema.get("x-kubernetes-patch-strategy")):
+        # Built-in lists older than list-type markers: kube merges them by patchMergeKey.
+        key = schema.get("x-kubernetes-patch-merge-key")
+        kind = "map" if key else "set"
+        keys: tuple[str, ...] = (str(key),) if key else ()
+    else:
+        keys = tuple(schema.get("x-kubernetes-list-map-keys") or ())
+    if kind == "set":
+        return _SET if all(_is_scalar(x) for x in items) else None
+    if kind != "map" or not keys:
+        return None
+    return keys if _keyed(items, keys) else None
+
+
 def _is_scalar(value: Any) -> bool:
     return not isinstance(value, (dict, list))
 
 
 def _keyed(items: list[Any], keys: tuple[str, ...]) -> bool:
-    """Every item is a map with every key; each list has no duplicate keys."""
-    return all(isinstance(x, dict) and all(k in x for k in keys) for x in items)
+    """Every item is a map with every key (or a defaulted key field)."""
+    return all(
+        isinstance(x, dict) and all(k in x or k in KEY_DEFAULTS for k in keys) for x in items
+    )
+
+
+def _key_value(item: dict[str, Any], key: str) -> Any:
+    return item.get(key, KEY_DEFAULTS.get(key, _MISSING))
 
 
 def element(item: Any, keys: tuple[str, ...]) -> str:
     """The path element naming ``item`` in a list of that kind."""
     if keys == _SET:
         return "v:" + _json(item)
-    return "k:" + _json({k: item[k] for k in sorted(keys)})
+    return "k:" + _json({k: _key_value(item, k) for k in sorted(keys)})
 
 
 def _json(value: Any) -> str:
@@ -277,7 +322,7 @@ def _matches(item: Any, kind: str, text: str) -> bool:
     if kind == "v:":
         return bool(item == wanted)
     if kind == "k:" and isinstance(wanted, dict) and isinstance(item, dict):
-        return all(item.get(k, _MISSING) == v for k, v in wanted.items())
+        return all(_key_value(item, k) == v for k, v in wanted.items())
     return False
 
 
@@ -373,16 +418,18 @@ def _element_text(part: str) -> str:
 
 
 def depth(value: Any) -> int:
-    """The nesting depth of a JSON value, without recursion."""
+    """How many arrays or objects deep a JSON value nests (a scalar is 0), without recursion."""
     deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         node, level = stack.pop()
-        deepest = max(deepest, level)
         if isinstance(node, dict):
             stack.extend((v, level + 1) for v in node.values())
         elif isinstance(node, list):
             stack.extend((v, level + 1) for v in node)
+        else:
+            continue
+        deepest = max(deepest, level + 1)
     return deepest
 
 

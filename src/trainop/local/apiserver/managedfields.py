@@ -20,9 +20,12 @@ only when its fields do, so a repeated identical write is still a no-op. A reque
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
+
+from trainop.local import schemas
 
 from . import fieldsets, resources, status
 from .call import ApiState, Call
@@ -80,12 +83,21 @@ class Entry:
         return out
 
 
+@functools.cache
+def _definitions() -> dict[str, Any]:
+    return schemas.load_definitions()
+
+
 def shape_of(state: ApiState, rt: resources.ResourceType) -> fieldsets.Shape:
     """The merge shape of ``rt``'s objects: its CRD schema, or the built-in tables."""
+    defs = _definitions()
     if rt.custom:
         schema = state.schemas.get((rt.group, rt.version, rt.plural))
-        return fieldsets.Shape(schema=schema.schema if schema else None, custom=True, root=True)
-    return fieldsets.Shape(root=True)
+        found = schema.schema if schema else None
+        return fieldsets.Shape(schema=found, custom=True, root=True, defs=defs)
+    if rt.definition is None or rt.definition not in defs:
+        return fieldsets.Shape(root=True)
+    return fieldsets.Shape(schema=defs[rt.definition], root=True, defs=defs)
 
 
 def owned(
@@ -184,7 +196,9 @@ def record_update(
         save(new, base)
         return
     if fieldsets.depth(new) > fieldsets.MAX_DEPTH:
-        raise status.bad_request(f"the object is nested deeper than {fieldsets.MAX_DEPTH} levels")
+        raise status.bad_request(
+            f"the object nests deeper than {fieldsets.MAX_DEPTH} levels of arrays or objects"
+        )
     changed, removed = fieldsets.changes(old, new, shape_of(state, call.rt))
     mine = owned(changed, call.rt, call.subresource)
     gone = owned(removed, call.rt, call.subresource) | mine
