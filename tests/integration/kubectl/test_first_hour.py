@@ -4,10 +4,16 @@ Secret ``stringData``, strict validation of built-in kinds, ``get nodes``, and `
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import time
 from pathlib import Path
+
+import aiohttp
+
+from tests.integration.apiserver import rawhttps
+from trainop.local.apiserver import tls
 
 from .conftest import Kubectl
 
@@ -81,6 +87,11 @@ def test_logs_since(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
     assert kubectl.out("logs", "-n", ns, "quick-master-0", "--since=1h") == "1\n"
     since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
     assert kubectl.out("logs", "-n", ns, "quick-master-0", f"--since-time={since}") == ""
+    done = kubectl.run("exec", "-n", ns, "quick-master-0", "--", "true", check=False)
+    assert done.returncode == 1
+    assert (
+        "cannot exec into a container in a completed pod; current phase is Succeeded" in done.stderr
+    )
 
 
 def test_auth_can_i_and_whoami(kubectl: Kubectl) -> None:
@@ -251,3 +262,72 @@ def test_port_forward_says_it_is_unsupported(kubectl: Kubectl, ns: str, tmp_path
     done = kubectl.run("port-forward", "-n", ns, "pod/pf", "18080:8080", check=False, timeout=30)
     assert done.returncode == 1
     assert "port-forward is not supported in local mode" in done.stderr
+
+
+async def _stream(kubeconfig: Path, path: str, protocol: str, send: list[bytes]) -> list[bytes]:
+    """Open ``path`` as kubectl does (a WebSocket with ``protocol``), send ``send``, and
+    return every message until the server closes."""
+    endpoint = rawhttps.Endpoint.load(kubeconfig)
+    context = tls.client_context(endpoint.ca_pem)
+    url = f"https://{endpoint.host}:{endpoint.port}{path}"
+    headers = {"Authorization": f"Bearer {endpoint.token}"}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.ws_connect(url, protocols=(protocol,), headers=headers, ssl=context) as ws,
+    ):
+        assert ws.protocol == protocol
+        for message in send:
+            await ws.send_bytes(message)
+        return [msg.data async for msg in ws if msg.type == aiohttp.WSMsgType.BINARY]
+
+
+def test_exec_with_a_terminal_over_v4(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="term"), "term"))
+    _started(kubectl, ns, "term")
+    query = "command=sh&command=-c&command=stty+size;+tty+-s+%26%26+echo+terminal;+exit+4"
+    path = f"/api/v1/namespaces/{ns}/pods/term/exec?{query}&stdout=true&tty=true&stdin=true"
+    resize = bytes([4]) + json.dumps({"Width": 123, "Height": 45}).encode()
+    got = asyncio.run(_stream(Path(kubectl.env["KUBECONFIG"]), path, "v4.channel.k8s.io", [resize]))
+    output = b"".join(m[1:] for m in got if m[0] == 1).decode()
+    assert "45 123" in output
+    assert "terminal" in output
+    assert not [m for m in got if m[0] == 2]  # a terminal has no separate stderr
+    final = json.loads(got[-1][1:])
+    assert got[-1][0] == 3
+    assert final["reason"] == "NonZeroExitCode"
+    assert final["details"]["causes"] == [{"reason": "ExitCode", "message": "4"}]
+
+
+def test_attach_follows_output_and_spdy_gets_a_status(
+    kubectl: Kubectl, ns: str, tmp_path: Path
+) -> None:
+    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="att"), "att"))
+    _started(kubectl, ns, "att")
+    endpoint = rawhttps.Endpoint.load(Path(kubectl.env["KUBECONFIG"]))
+    conn = endpoint.connect()
+    conn.request(
+        "POST",
+        f"/api/v1/namespaces/{ns}/pods/att/exec?command=true&stdout=true",
+        headers={
+            "Authorization": f"Bearer {endpoint.token}",
+            "Connection": "Upgrade",
+            "Upgrade": "SPDY/3.1",
+        },
+    )
+    resp = conn.getresponse()
+    body = json.loads(resp.read())
+    assert (resp.status, body["kind"], body["reason"]) == (400, "Status", "BadRequest")
+    assert "SPDY is not" in body["message"]
+    ticker = STUBBORN.format(name="ticker").replace(
+        "time.sleep(300)", "[print('tick', i, flush=True) or time.sleep(0.3) for i in range(15)]"
+    )
+    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, ticker, "ticker"))
+    _started(kubectl, ns, "ticker")
+    attached = kubectl.run("attach", "-n", ns, "ticker", timeout=60)
+    ticks = [line for line in attached.stdout.splitlines() if line.startswith("tick")]
+    assert ticks
+    assert ticks[-1] == "tick 14"  # followed until the container stopped
+    assert "ready" not in attached.stdout  # output from the attach on, not the whole log
+    refused = kubectl.run("attach", "-i", "-n", ns, "att", check=False, stdin="x\n")
+    assert refused.returncode == 1
+    assert "attaching to a container's stdin is not supported in local mode" in refused.stderr

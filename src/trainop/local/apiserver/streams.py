@@ -89,12 +89,15 @@ def _container(call: Call, pod: dict[str, Any]) -> str:
     return wanted
 
 
-def _check_streamable(call: Call, pod: dict[str, Any], what: str) -> None:
+def _check_phase(pod: dict[str, Any], what: str) -> None:
     phase = (pod.get("status") or {}).get("phase")
     if phase in ("Succeeded", "Failed"):
         raise status.bad_request(
             f"cannot {what} into a container in a completed pod; current phase is {phase}"
         )
+
+
+def _check_transport(call: Call) -> None:
     if not _is_websocket(call.request):
         reason = (
             SPDY_UNSUPPORTED if call.request.headers.get("Upgrade") else "Upgrade request required"
@@ -157,11 +160,12 @@ async def exec_(state: ApiState, call: Call) -> web.StreamResponse:
     """``pods/exec``: run ``command`` in the container and bridge its stdio to a WebSocket."""
     pod = _pod(state, call)
     container = _container(call, pod)
-    _check_streamable(call, pod, "exec")
     command = call.request.query.getall("command", [])
     if not command:
         raise status.bad_request("you must specify at least 1 command")
+    _check_phase(pod, "exec")
     address = _exec_address(state, pod)
+    _check_transport(call)  # last: kubectl retries a refused WebSocket with SPDY
     ws = await _open_websocket(call)
     session = _Session(
         ws,
@@ -189,12 +193,13 @@ async def attach(state: ApiState, call: Call) -> web.StreamResponse:
     """``pods/attach``: the container's output from now on, until it stops."""
     pod = _pod(state, call)
     container = _container(call, pod)
-    _check_streamable(call, pod, "attach")
-    if call.flag("stdin"):
+    if call.flag("stdin"):  # before the transport check: kubectl retries with SPDY
         raise status.bad_request(
             "attaching to a container's stdin is not supported in local mode; use "
             "kubectl exec -i (or attach without -i to follow its output)"
         )
+    _check_phase(pod, "attach")
+    _check_transport(call)
     ws = await _open_websocket(call)
     ref = logs.LogRef(namespace=call.namespace or "", pod=call.name or "", container=container)
     since = datetime.now(UTC)
