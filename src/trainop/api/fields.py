@@ -37,6 +37,14 @@ K8S_DEFINITION = "x-trainop-k8s-definition"
 INT32_MAX = 2**31 - 1
 
 
+@dataclass(frozen=True, slots=True)
+class Suggested:
+    """``Annotated`` metadata of a required field the operator does not interpret: the value
+    builders fill in when the caller gives none (MXJob's ``jobMode``). Not in any schema."""
+
+    value: object
+
+
 class WireModel(BaseModel):
     """Base of every kubeflow.org/v1 model: camelCase on the wire, strict, frozen."""
 

@@ -9,11 +9,20 @@ same shape for several kinds (required replica types, replica counts) are data i
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import Field
 
-from trainop.api.fields import K8S_DEFINITION, Bool, FieldPath, Int32, Mapping, Str, WireModel
+from trainop.api.fields import (
+    K8S_DEFINITION,
+    Bool,
+    FieldPath,
+    Int32,
+    Mapping,
+    Str,
+    Suggested,
+    WireModel,
+)
 from trainop.api.types import Job, JobSpec, ReplicaSpec, RunPolicy
 from trainop.errors import FieldError
 
@@ -256,7 +265,7 @@ class JAXJobSpec(JobSpec):
 class MXJobSpec(JobSpec):
     """MXJob (as of v1.8.1): MXNet parameter-server training or tuning."""
 
-    job_mode: str = Field(
+    job_mode: Annotated[Str, Suggested("MXTrain")] = Field(
         description="MXTrain or MXTune; not interpreted (any string, empty included, is accepted)."
     )
     replica_specs: dict[Str, ReplicaSpec] = Field(

@@ -3,8 +3,8 @@
 ``build_job`` lays out any kind's replica types around one container and returns the wire
 manifest (a dict), validated by ``api.manifest.load_job`` so a layout the kind rejects fails
 here, naming the field. Required enum fields of a kind's spec that the caller leaves out
-(MXJob's ``jobMode``) take their first allowed value, read from the kind's model — no kind
-names are spelled here.
+(MXJob's ``jobMode``) take their suggested (or first allowed) value, read from the kind's
+model — no kind names are spelled here.
 
 ``function_job`` is upstream's ``create_job(train_func=...)``: the function's dedented source
 plus a call line (``fn()`` or ``fn(<repr of parameters>)``) written to a temporary file and run
@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin
 
-from trainop.api import manifest
+from trainop.api import fields, manifest
 from trainop.api.kinds import KindInfo
 from trainop.sdk import constants
 from trainop.sdk.errors import InvalidArgumentError
@@ -80,11 +80,17 @@ def build_job(
 
 
 def _required_enum_fields(info: KindInfo) -> dict[str, Any]:
-    """Required ``Literal`` fields of the kind's spec model, set to their first value."""
+    """Required fields of the kind's spec model that a builder can fill: their ``Suggested``
+    value, else (``Literal`` fields) their first allowed value."""
     spec_model = info.model.model_fields["spec"].annotation
     found: dict[str, Any] = {}
     for key, spec_field in getattr(spec_model, "model_fields", {}).items():
-        if spec_field.is_required() and get_origin(spec_field.annotation) is Literal:
+        if not spec_field.is_required():
+            continue
+        suggested = [m.value for m in spec_field.metadata if isinstance(m, fields.Suggested)]
+        if suggested:
+            found[spec_field.alias or key] = suggested[0]
+        elif get_origin(spec_field.annotation) is Literal:
             found[spec_field.alias or key] = get_args(spec_field.annotation)[0]
     return found
 
