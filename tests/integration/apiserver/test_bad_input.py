@@ -223,7 +223,7 @@ CASES: list[tuple[str, str, str, bytes, dict[str, str], int, str]] = [
     ("post-to-object", "POST", f"{PODS}/existing", pod(), {}, 405, "MethodNotAllowed"),
     ("put-on-collection", "PUT", PODS, pod(), {}, 405, "MethodNotAllowed"),
     ("delete-status", "DELETE", f"{PODS}/existing/status", b"", {}, 405, "MethodNotAllowed"),
-    ("unknown-subresource", "GET", f"{PODS}/existing/exec", b"", {}, 404, "NotFound"),
+    ("unknown-subresource", "GET", f"{PODS}/existing/frobnicate", b"", {}, 404, "NotFound"),
     ("log-missing-pod", "GET", f"{PODS}/missing/log", b"", {}, 404, "NotFound"),
     (
         "log-wrong-container",

@@ -248,3 +248,16 @@ def test_server_side_apply_takes_over_from_client_side_apply(
     kubectl.run("apply", "--server-side", "-n", ns, "-f", second)
     data = kubectl.out("get", "-n", ns, "cm/moved", "-o", "jsonpath={.data}")
     assert json.loads(data) == {"a": "9"}  # b, applied before and omitted now, is gone
+
+
+def test_server_side_apply_of_an_installed_crd(kubectl: Kubectl) -> None:
+    # What the README's install does on a cluster, against the CRD `local up` installed.
+    crd = str(ROOT / "manifests" / "crds" / "pytorchjobs.yaml")
+    for _ in range(2):
+        applied = kubectl.out("apply", "--server-side", "-f", crd)
+        assert "pytorchjobs.kubeflow.org serverside-applied" in applied
+    got = kubectl.out(
+        "get", "crd", "pytorchjobs.kubeflow.org", "-o", "json", "--show-managed-fields"
+    )
+    managers = {e["manager"]: e["operation"] for e in json.loads(got)["metadata"]["managedFields"]}
+    assert managers["kubectl"] == "Apply"
