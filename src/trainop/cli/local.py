@@ -15,19 +15,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import click
 
+from trainop.cli import signals
 from trainop.cli.limits import limit_options, serve_args
 from trainop.controller.manager import ManagerOptions
 from trainop.engine import quantities
 from trainop.engine.plan import EngineOptions
 from trainop.errors import TrainopError
-from trainop.local import apiserver, daemon
+from trainop.local import apiserver, daemon, privacy
 from trainop.local.cluster import ClusterConfig, NodeResources, process_cluster
 
 
@@ -65,7 +65,7 @@ async def _serve(config: apiserver.ServerConfig) -> None:
     server = apiserver.ApiServer(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in signals.HANDLED:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
     await server.start()
@@ -144,9 +144,16 @@ def up_command(
         args += ["--gang-scheduler-name", gang_scheduler_name]
     args += serve_args(limits)
     try:
-        current = daemon.up(directory, port=port, serve_args=args)
+        with signals.terminating():
+            current = daemon.up(directory, port=port, serve_args=args)
     except TrainopError as exc:
         raise click.ClickException(str(exc)) from exc
+    except KeyboardInterrupt:
+        click.echo("interrupted: the local cluster was not started", err=True)
+        sys.exit(signals.EXIT_INTERRUPTED)
+    except signals.Terminated:
+        click.echo("terminated: the local cluster was not started", err=True)
+        sys.exit(signals.EXIT_TERMINATED)
     click.echo(f"local cluster running (pid {current.pid})")
     click.echo(f"export KUBECONFIG={current.kubeconfig}")
 
@@ -194,19 +201,29 @@ def serve_command(
     working_dir = (workdir or Path.cwd()).resolve()
     manager = ManagerOptions(engine=EngineOptions(gang_scheduler_name=gang_scheduler_name))
     config = ClusterConfig(state_dir=directory, port=port, manager=manager, limits=limits)
-    asyncio.run(_serve_cluster(config, working_dir, node))
+    try:
+        privacy.private_state_dir(directory)
+        daemon.hold_lock(directory)  # the descriptor stays open, and locked, until we exit
+        code = asyncio.run(_serve_cluster(config, working_dir, node))
+    except (TrainopError, OSError) as exc:
+        raise click.ClickException(f"the local cluster stopped: {exc}") from exc
+    sys.exit(code)
 
 
-async def _serve_cluster(config: ClusterConfig, working_dir: Path, node: NodeResources) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+async def _serve_cluster(config: ClusterConfig, working_dir: Path, node: NodeResources) -> int:
+    """Serve until SIGINT/SIGTERM; the exit code says which one (130/143)."""
+    stop = signals.StopSignals()
+    stop.install()
     state_dir = config.state_dir
     logging.getLogger(__name__).info("pods without workingDir start in %s", working_dir)
-    async with process_cluster(config, working_dir=working_dir, resources=node):
-        daemon.mark_ready(state_dir)
-        try:
-            await stop.wait()
-        finally:
-            daemon.clear_ready(state_dir)
+    try:
+        async with process_cluster(config, working_dir=working_dir, resources=node):
+            daemon.mark_ready(state_dir)
+            await asyncio.Event().wait()
+    except asyncio.CancelledError:
+        if stop.exit_code is None:
+            raise
+    finally:
+        daemon.clear_ready(state_dir)
+    logging.getLogger(__name__).info("stopped by signal %s", stop.received)
+    return stop.exit_code or 0

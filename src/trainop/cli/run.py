@@ -3,8 +3,9 @@
 Starts a local cluster (embedded API server + the controller + the process kubelet) in this
 process, submits the job, prints condition changes and the replicas' logs with coloured
 ``[worker-1]`` prefixes, and exits 0 when the job Succeeded, 1 when it Failed (naming the
-replica, exit code and reason), 2 for an invalid manifest, 124 on ``--timeout``. Ctrl-C (or
-SIGTERM) deletes the job and stops every process before exiting (130).
+replica, exit code and reason), 2 for an invalid manifest, 124 on ``--timeout``. Ctrl-C or
+SIGTERM (also to the whole process group) deletes the job and stops every process before
+exiting 130 or 143 (``cli.signals``; docs/cli.md).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -26,6 +26,7 @@ from trainop import errors
 from trainop.api import manifest, validation
 from trainop.api.kinds import info_of
 from trainop.api.types import Job
+from trainop.cli import signals
 from trainop.cli.limits import limit_options
 from trainop.kube.resources import job_resource
 from trainop.local.apiserver import Limits
@@ -34,7 +35,7 @@ from trainop.local.cluster import ClusterConfig, process_cluster
 from trainop.local.runner import Outcome, ensure_namespace, run_job
 
 _PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan")
-EXIT_FAILED, EXIT_INVALID, EXIT_TIMEOUT, EXIT_INTERRUPTED = 1, 2, 124, 130
+EXIT_FAILED, EXIT_INVALID, EXIT_TIMEOUT = 1, 2, 124
 
 
 class ConsoleReporter:
@@ -136,11 +137,8 @@ async def _session(
     console: Console,
     limits: Limits,
 ) -> int:
-    main = asyncio.current_task()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        if main is not None:
-            loop.add_signal_handler(sig, main.cancel)
+    stop = signals.StopSignals()
+    stop.install()
     config = ClusterConfig(state_dir=state_dir, limits=limits)
     try:
         async with process_cluster(config, working_dir=Path.cwd()) as cluster:
@@ -160,18 +158,25 @@ async def _session(
                 await _delete(cluster.client, job)
                 return EXIT_TIMEOUT
             except asyncio.CancelledError:
+                if stop.exit_code is None:
+                    raise
                 console.print(
                     "interrupted: deleting the job and stopping its processes", style="yellow"
                 )
                 await _delete(cluster.client, job)
-                return EXIT_INTERRUPTED
+                return stop.exit_code
             code = _report(console, job, outcome)
             if keep:
                 console.print(f"session kept; KUBECONFIG={cluster.kubeconfig} (Ctrl-C to stop)")
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.Event().wait()
             return code
-    except errors.TrainopError as exc:
+    except asyncio.CancelledError:  # a signal during start-up or shutdown: nothing to delete
+        if stop.exit_code is None:
+            raise
+        console.print("interrupted: the local cluster stopped", style="yellow")
+        return stop.exit_code
+    except (errors.TrainopError, OSError) as exc:
         console.print(f"error: {exc}", style="bold red")
         return EXIT_FAILED
 

@@ -76,7 +76,8 @@ class Reaper:
     def close(self) -> None:
         """Stop the watchdog; it kills the groups still registered."""
         if self._process.stdin is not None and not self._process.stdin.closed:
-            self._process.stdin.close()
+            with contextlib.suppress(BrokenPipeError):  # the watchdog went first (SIGTERM)
+                self._process.stdin.close()
         self._process.wait()
 
     def _send(self, line: str) -> None:
