@@ -12,6 +12,7 @@ from trainop.api.kinds import kind_info
 from trainop.controller.clock import Clock
 from trainop.kube.client import Client
 from trainop.kube.resources import EVENTS, PODS, job_resource
+from trainop.local.apiserver import Limits
 from trainop.local.cluster import ClusterConfig, LocalCluster
 from trainop.local.simkubelet import SimulatedKubelet
 from trainop.local.topology import recorded_ports
@@ -57,7 +58,8 @@ async def warnings_about(client: Client, name: str) -> list[Any]:
 
 def test_a_suspended_job_of_30000_workers_leaves_the_server_answering(tmp_path: Path) -> None:
     async def main() -> None:
-        config = ClusterConfig(state_dir=tmp_path / "state")
+        unlimited = Limits(max_replicas_per_job=None, max_pods=None)  # admission's ceiling off
+        config = ClusterConfig(state_dir=tmp_path / "state", limits=unlimited)
         async with LocalCluster(config, kubelet=simulated) as cluster:
             client = cluster.client
             await client.create(
