@@ -224,6 +224,16 @@ CASES: list[tuple[str, str, str, bytes, dict[str, str], int, str]] = [
     ("put-on-collection", "PUT", PODS, pod(), {}, 405, "MethodNotAllowed"),
     ("delete-status", "DELETE", f"{PODS}/existing/status", b"", {}, 405, "MethodNotAllowed"),
     ("unknown-subresource", "GET", f"{PODS}/existing/frobnicate", b"", {}, 404, "NotFound"),
+    (
+        "exec-no-kubelet",
+        "GET",
+        f"{PODS}/existing/exec?command=ls",
+        b"",
+        {},
+        503,
+        "ServiceUnavailable",
+    ),
+    ("portforward", "GET", f"{PODS}/existing/portforward", b"", {}, 400, "BadRequest"),
     ("log-missing-pod", "GET", f"{PODS}/missing/log", b"", {}, 404, "NotFound"),
     (
         "log-wrong-container",

@@ -331,3 +331,25 @@ def test_attach_follows_output_and_spdy_gets_a_status(
     refused = kubectl.run("attach", "-i", "-n", ns, "att", check=False, stdin="x\n")
     assert refused.returncode == 1
     assert "attaching to a container's stdin is not supported in local mode" in refused.stderr
+
+
+def test_a_deployment_gets_a_clear_answer(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "nginx"}]},
+            },
+        },
+    }
+    path = _write(tmp_path, json.dumps(deployment), "deploy.json")
+    done = kubectl.run("apply", "-n", ns, "-f", path, check=False)
+    assert done.returncode == 1
+    assert "Deployments are not served in local mode" in done.stderr
+    listed = kubectl.run("get", "deployments", "-n", ns, check=False)
+    assert listed.returncode == 1
+    assert "Deployments are not served in local mode" in listed.stderr

@@ -41,6 +41,7 @@ class ResourceType:
     scale_paths: tuple[str, str, str] | None = None  # spec, status, selector JSON paths
     categories: tuple[str, ...] = ()
     verbs: tuple[str, ...] = ALL_VERBS  # ("create",): a review answered, never stored
+    unserved: str = ""  # discoverable, but every request gets this message (a 405 Status)
 
     @property
     def api_version(self) -> str:
@@ -210,12 +211,41 @@ BUILTIN: tuple[ResourceType, ...] = (
 )
 
 
+def _unserved(kind: str, short: tuple[str, ...]) -> ResourceType:
+    return ResourceType(
+        group="apps",
+        version="v1",
+        plural=f"{kind.lower()}s",
+        singular=kind.lower(),
+        kind=kind,
+        namespaced=True,
+        short_names=short,
+        definition=f"io.k8s.api.apps.v1.{kind}",
+        unserved=(
+            f"{kind}s are not served in local mode: trainop runs training jobs (PyTorchJob, "
+            "TFJob, MPIJob, ...) and the pods, services, config maps and secrets they use, "
+            f"and has no controller that would run a {kind}'s pods; run a training job, or "
+            "use a Kubernetes cluster"
+        ),
+    )
+
+
+# Workload kinds kubectl users reach for that local mode does not run: discoverable, so
+# ``kubectl apply`` reaches the server and shows why instead of "no matches for kind".
+UNSERVED: tuple[ResourceType, ...] = (
+    _unserved("Deployment", ("deploy",)),
+    _unserved("StatefulSet", ("sts",)),
+    _unserved("DaemonSet", ("ds",)),
+    _unserved("ReplicaSet", ("rs",)),
+)
+
+
 class Registry:
     """Served resource types by (group, version, plural), plus lookups by kind."""
 
     def __init__(self) -> None:
         self._types: dict[tuple[str, str, str], ResourceType] = {}
-        for rt in BUILTIN:
+        for rt in (*BUILTIN, *UNSERVED):
             self.add(rt)
 
     def add(self, rt: ResourceType) -> None:

@@ -237,6 +237,8 @@ class ApiServer:
     def _handler(
         self, method: str, call: Call
     ) -> Callable[[ApiState, Call], Awaitable[web.StreamResponse]]:
+        if call.rt.unserved:
+            raise status.RequestError(call.rt.unserved, status=405, reason="MethodNotAllowed")
         if call.rt.verbs == ("create",):
             return reviews.create
         if call.name is None:
