@@ -117,6 +117,12 @@ def test_encode_and_decode_are_inverse() -> None:
     paths = {("f:a",), ("f:a", "f:b"), ("f:c", 'k:{"name":"x"}'), ("f:c", 'k:{"name":"x"}', "f:y")}
     document = fieldsets.encode(paths)
     assert document["f:a"] == {".": {}, "f:b": {}}
+    assert list(document["f:a"]) == [".", "f:b"]  # kube's order: the node first
+    assert list(fieldsets.encode({("v:1",), ("f:z",), ('k:{"a":1}',)})) == [
+        "f:z",
+        'k:{"a":1}',
+        "v:1",
+    ]
     assert fieldsets.decode(document) == paths
 
 

@@ -363,20 +363,27 @@ def ancestors(paths: Iterable[Path]) -> set[Path]:
 
 
 def encode(paths: Iterable[Path]) -> dict[str, Any]:
-    """The ``fieldsV1`` document of a set of paths."""
-    root: dict[str, Any] = {}
+    """The ``fieldsV1`` document of a set of paths, ordered as kube writes it: ``.`` first,
+    then fields, list-map keys, set values, indexes."""
     members_ = set(paths)
-    for path in sorted(members_):
-        node = root
-        for part in path:
-            node = node.setdefault(part, {})
+    root: dict[str, Any] = {}
     for path in members_:
         node = root
         for part in path:
-            node = node[part]
-        if node and path:
-            node["."] = {}
-    return root
+            node = node.setdefault(part, {})
+    return _ordered(root, (), members_)
+
+
+_RANK = {"f:": 0, "k:": 1, "v:": 2, "i:": 3}
+
+
+def _ordered(node: dict[str, Any], path: Path, members_: set[Path]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if path and node and path in members_:
+        out["."] = {}
+    for part in sorted(node, key=lambda p: (_RANK.get(p[:2], 4), p)):
+        out[part] = _ordered(node[part], (*path, part), members_)
+    return out
 
 
 def decode(document: Any) -> set[Path]:

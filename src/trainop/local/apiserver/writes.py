@@ -172,7 +172,8 @@ def _patch_type(call: Call) -> str:
     if call.rt.strategic_merge:
         accepted.append(patch.STRATEGIC)
     if ctype not in accepted:
-        raise status.unsupported_media_type(ctype, [*accepted, patch.APPLY])
+        served = accepted if call.subresource == "scale" else [*accepted, patch.APPLY]
+        raise status.unsupported_media_type(ctype, served)  # apply of /scale: not served
     return ctype
 
 
