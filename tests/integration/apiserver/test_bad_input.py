@@ -162,6 +162,15 @@ CASES: list[tuple[str, str, str, bytes, dict[str, str], int, str]] = [
         "BadRequest",
     ),
     (
+        "apply-on-scale",
+        "PATCH",
+        f"{JOBS}/existing/scale?fieldManager=m",
+        b"{}",
+        APPLY,
+        415,
+        "UnsupportedMediaType",
+    ),
+    (
         "apply-not-a-map",
         "PATCH",
         f"{PODS}/existing?fieldManager=m",
@@ -456,3 +465,10 @@ PATCH_HEADERS = {
     "PATCH-strategic": SMP["Content-Type"],
     "PATCH-json": JSONP["Content-Type"],
 }
+
+
+def test_apply_on_scale_does_not_offer_apply(raw: Raw) -> None:
+    path = f"{JOBS}/existing/scale?fieldManager=m"
+    code, status = raw.send("PATCH", path, b"{}", APPLY)
+    assert code == 415
+    assert "apply-patch" not in status["message"]
