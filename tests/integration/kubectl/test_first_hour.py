@@ -353,3 +353,35 @@ def test_a_deployment_gets_a_clear_answer(kubectl: Kubectl, ns: str, tmp_path: P
     listed = kubectl.run("get", "deployments", "-n", ns, check=False)
     assert listed.returncode == 1
     assert "Deployments are not served in local mode" in listed.stderr
+
+
+HUNG = """
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: hung
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: Never
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: python:3.11
+              command: [python, -c, "import time; print('up', flush=True); time.sleep(300)"]
+"""
+
+
+def test_exec_into_a_running_replica(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, HUNG))
+    deadline = time.monotonic() + 60
+    while "up" not in kubectl.run("logs", "-n", ns, "hung-master-0", check=False).stdout:
+        assert time.monotonic() < deadline, "the replica did not start"
+        time.sleep(0.2)
+    rank = kubectl.out(
+        "exec", "-n", ns, "hung-master-0", "--", "sh", "-c", "echo $RANK $WORLD_SIZE"
+    )
+    assert rank == "0 1\n"  # the replica's own environment, as set by the operator
+    kubectl.run("delete", "-n", ns, "pytorchjob", "hung", "--wait=false")
