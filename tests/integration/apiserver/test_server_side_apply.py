@@ -17,6 +17,7 @@ import pytest
 
 from .conftest import RunningServer
 from .test_bad_input import Raw
+from .test_scenarios import CRD as SCENARIO_CRD
 
 APPLY = {"Content-Type": "application/apply-patch+yaml"}
 MERGE = {"Content-Type": "application/merge-patch+json"}
@@ -295,3 +296,27 @@ def test_a_deep_write_with_a_field_manager_is_refused(raw: Raw, name: str) -> No
     code, status = raw.send("POST", f"{WIDGETS}?fieldManager=m", json.dumps(body).encode())
     assert (code, status["reason"]) == (400, "BadRequest"), status
     assert "deeper than 100 levels" in status["message"]
+
+
+def test_a_scale_write_is_recorded_with_its_subresource(raw: Raw) -> None:
+    # The CRD of test_scenarios has a scale subresource on spec.replicas.
+    jobs = "/apis/kubeflow.org/v1/namespaces/default/pytorchjobs"
+    assert raw.send("POST", CRDS, json.dumps(SCENARIO_CRD).encode())[0] in (201, 409)
+    name = f"s-{uuid.uuid4().hex[:8]}"
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": name}}
+    assert (
+        apply(raw, f"{jobs}/{name}", {**job, "spec": {"image": "x", "replicas": 1}}, "a")[0] == 201
+    )
+    scale = json.dumps({"spec": {"replicas": 3}}).encode()
+    path = f"{jobs}/{name}/scale?fieldManager=kubectl-scale"
+    assert raw.send("PATCH", path, scale, MERGE)[0] == 200
+    code, got = raw.send("GET", f"{jobs}/{name}")
+    entry = managers(got)["kubectl-scale"]
+    assert (entry["operation"], entry["subresource"]) == ("Update", "scale")
+    assert entry["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
+    code, status = apply(raw, f"{jobs}/{name}", {**job, "spec": {"image": "x", "replicas": 1}}, "a")
+    assert code == 409
+    assert status["message"] == (
+        'Apply failed with 1 conflict: conflict with "kubectl-scale" with subresource "scale" '
+        "using kubeflow.org/v1: .spec.replicas"
+    )

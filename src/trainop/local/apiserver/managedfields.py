@@ -188,8 +188,11 @@ def record_update(
     new: dict[str, Any],
     *,
     now: str,
+    label: str = "",
 ) -> None:
-    """Set ``new``'s managedFields after an ordinary write (``old`` is ``{}`` on create)."""
+    """Set ``new``'s managedFields after an ordinary write (``old`` is ``{}`` on create).
+    ``label`` names the subresource the entry records when it is not the call's (``scale``
+    writes the main resource)."""
     base = baseline(old, new)
     manager = manager_of(call, tracked=bool(base))
     if manager is None:
@@ -207,7 +210,7 @@ def record_update(
         operation=UPDATE,
         api_version=call.rt.api_version,
         fields=frozenset(),
-        subresource=call.subresource or "",
+        subresource=label or call.subresource or "",
     )
     kept: list[Entry] = []
     for entry in base:

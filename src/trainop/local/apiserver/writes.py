@@ -184,10 +184,10 @@ def _current(state: ApiState, call: Call) -> store.Stored:
     return current
 
 
-def _recorder(state: ApiState, call: Call) -> Recorder:
+def _recorder(state: ApiState, call: Call, *, label: str = "") -> Recorder:
     def record(old: dict[str, Any], new: dict[str, Any]) -> None:
         now = objects.timestamp(state.clock())
-        managedfields.record_update(state, call, old, new, now=now)
+        managedfields.record_update(state, call, old, new, now=now, label=label)
 
     return record
 
@@ -303,7 +303,7 @@ async def write_scale(state: ApiState, call: Call) -> web.Response:
         content_type="",
         request=call.request,
     )
-    await write(state, main, current, old)
+    await write(state, main, current, old, record=_recorder(state, main, label="scale"))
     stored = state.store.get(call.key())
     assert stored is not None
     return reads.respond(store.encode(scale_of(call, stored.obj)))
