@@ -85,10 +85,10 @@ $(MXVENV)/.installed:
 	$(MXVENV)/bin/python -m pip install --quiet 'mxnet==1.9.1' 'numpy<1.24'
 	touch $@
 
-e2e: e2e-env
+e2e: e2e-env kubectl-env
 	$(E2E_RUN) -k '$(CORE)'
 
-e2e-all: e2e-env-all
+e2e-all: e2e-env-all kubectl-env
 	$(E2E_RUN)
 
 manifests: $(STAMP)

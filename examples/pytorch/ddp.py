@@ -7,14 +7,20 @@ trained with DistributedDataParallel on per-rank synthetic shards must reach the
 with bit-identical parameters on every rank. Prints ``PROOF ... OK`` and exits 0, else exits 1.
 
 ``--fail-once-rank R``: the process with RANK R exits 137 (as if OOM-killed) the first time it
-runs; a marker file remembers the first run, in $FAILURE_MARKER_DIR (default: the temp dir),
-keyed by MASTER_ADDR, MASTER_PORT and RANK. Used by the restart-policy examples.
+runs. A marker file in ``--fail-once-dir`` (default: the temp dir, which is the pod's own)
+remembers the first run, named after the pod ($POD_NAME, which the manifests set from the
+downward API; a recreated pod keeps its name), MASTER_PORT and RANK. The second run removes it,
+so the next run of the job fails once again; a marker older than 10 minutes is a leftover of an
+interrupted run and is ignored. Used by the restart-policy examples: ``fail-once-exitcode.yaml``
+mounts a ``hostPath`` there so that the marker outlives the pod the operator recreates.
 """
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -25,13 +31,17 @@ from torch.nn.parallel import DistributedDataParallel
 TARGET_LOSS = 0.02
 
 
-def fail_once(rank: int) -> None:
-    directory = Path(os.environ.get("FAILURE_MARKER_DIR") or tempfile.gettempdir())
-    key = f"{os.environ['MASTER_ADDR']}-{os.environ['MASTER_PORT']}-rank{rank}"
-    marker = directory / f"trainop-fail-once-{key}"
-    if marker.exists():
-        print(f"rank {rank}: second run (marker {marker} present), carrying on", flush=True)
-        return
+STALE_MARKER_SECONDS = 600
+
+
+def fail_once(rank: int, directory: Path) -> None:
+    pod = os.environ.get("POD_NAME") or os.environ["MASTER_ADDR"]
+    marker = directory / f"trainop-fail-once-{pod}-{os.environ['MASTER_PORT']}-rank{rank}"
+    with contextlib.suppress(OSError):
+        if time.time() - marker.stat().st_mtime < STALE_MARKER_SECONDS:
+            marker.unlink()
+            print(f"rank {rank}: second run (marker {marker} present), carrying on", flush=True)
+            return
     directory.mkdir(parents=True, exist_ok=True)
     marker.write_text("failed once\n")
     print(f"rank {rank}: first run, exiting 137 to simulate an OOM kill", flush=True)
@@ -71,10 +81,11 @@ def train(rank: int) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--fail-once-rank", type=int, default=None)
+    parser.add_argument("--fail-once-dir", type=Path, default=Path(tempfile.gettempdir()))
     args = parser.parse_args()
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     if args.fail_once_rank == rank:
-        fail_once(rank)
+        fail_once(rank, args.fail_once_dir)
     print(f"rank {rank}/{world}: joining {os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}")
     dist.init_process_group("gloo", timeout=timedelta(seconds=120))
     total, expected = allreduce_sum(rank), world * (world + 1) // 2

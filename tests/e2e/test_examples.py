@@ -88,7 +88,7 @@ def test_example_runs_under_trainop_run(name: str, tmp_path: Path) -> None:
     if missing:
         pytest.skip(f"{name}: not installed: {missing}")
     command = [sys.executable, "-m", "trainop.cli.main", "run", f"examples/{case.manifest}"]
-    env = {**os.environ, "FAILURE_MARKER_DIR": str(tmp_path), "COLUMNS": "200"}
+    env = {**os.environ, "COLUMNS": "200"}
     started = time.monotonic()
     done = subprocess.run(
         [*command, "--timeout", "240"],

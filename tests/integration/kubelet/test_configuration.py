@@ -130,9 +130,11 @@ def test_every_env_source_resolves(site: Site) -> None:
         assert seen["TRAINOP_EXEC_ADDRESS"].startswith("@trainop-kubelet-")
         path = seen["PATH"].split(os.pathsep)
         interpreter_bin = str(Path(sys.executable).parent)
-        assert path[0] == interpreter_bin, "the interpreter trainop runs on comes first"
+        assert path[0] == str(sandbox / "pyenv" / "bin"), "the pod's Python overlay comes first"
+        assert seen["PIP_PYTHON"] == str(sandbox / "pyenv" / "bin" / "python")
+        assert path[1] == interpreter_bin, "then the interpreter trainop runs on"
         host = [d for d in os.environ["PATH"].split(os.pathsep) if d and d != interpreter_bin]
-        assert path[1:] == host, "then the host PATH"
+        assert path[2:] == host, "then the host PATH"
 
     run_local(site.server, site.logs, site.root, body)
 

@@ -50,7 +50,7 @@ from trainop import errors
 from trainop.controller.clock import Clock, LoopClock
 from trainop.kube.client import Client
 from trainop.kube.resources import CONFIGMAPS, SECRETS
-from trainop.local.kubelet import environment, gpus, processes, recovery, sandbox
+from trainop.local.kubelet import environment, gpus, overlay, processes, recovery, sandbox
 from trainop.local.kubelet.environment import ConfigError, Node, Sources
 from trainop.local.kubelet.events import PodEvents, PodRef
 from trainop.local.kubelet.logfiles import LogFiles, pump
@@ -141,6 +141,7 @@ class PodRun:
         self._init_names = {c.name for c in self.state.init_containers}
         self.lost: list[str] = []  # containers whose process an earlier kubelet lost
         self._launches: dict[str, Launch] = {}
+        self._overlay: overlay.Overlay | None = None
         self._processes: dict[str, asyncio.subprocess.Process] = {}
         self._stopping = asyncio.Event()
         self._idle = asyncio.Event()
@@ -244,6 +245,8 @@ class PodRun:
             volumes = sandbox.prepare(self.sandbox, self.pod, config_maps, secrets)
         except ConfigError as exc:
             return dict.fromkeys(every, str(exc))
+        if self._overlay is None:  # the pod's own Python environment (pip never writes ours)
+            self._overlay = await asyncio.to_thread(overlay.prepare, self.sandbox.path)
         problems = {}
         for container in _containers(self.pod):
             try:
@@ -277,10 +280,13 @@ class PodRun:
         sandbox.mount(self.sandbox, container, volumes)
         return Launch(
             argv=environment.argv(container, visible) if container.get("command") else [],
-            env={**self._settings.base_env, **visible},
+            env={**self._settings.base_env, **self._overlay_env(), **visible},
             cwd=sandbox.working_dir(self.sandbox, container, self._settings.working_dir),
             gpus=gpus.wanted(container),
         )
+
+    def _overlay_env(self) -> dict[str, str]:
+        return self._overlay.environment(dict(self._settings.base_env)) if self._overlay else {}
 
     # --- running ---------------------------------------------------------------------------
 
