@@ -320,3 +320,35 @@ def test_a_scale_write_is_recorded_with_its_subresource(raw: Raw) -> None:
         'Apply failed with 1 conflict: conflict with "kubectl-scale" with subresource "scale" '
         "using kubeflow.org/v1: .spec.replicas"
     )
+
+
+def test_a_yaml_body_applies_and_its_nulls_are_fields_not_set(raw: Raw, name: str) -> None:
+    body = (
+        "apiVersion: ssa.example/v1\nkind: Widget\n"
+        f"metadata:\n  name: {name}\nspec:\n  image: a\n  size: null\n"
+    )
+    code, made = raw.send("PATCH", f"{WIDGETS}/{name}?fieldManager=y", body.encode(), APPLY)
+    assert code == 201, made
+    assert made["spec"] == {"image": "a"}
+    assert managers(made)["y"]["fieldsV1"] == {"f:spec": {"f:image": {}}}
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (b"a: 2024-01-01T00:00:00Z\n", "datetime"),
+        (b"a: 1\n---\nb: 2\n", "one YAML or JSON object"),
+        (
+            b"a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+            b"c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c]\n"
+            b"e: [*d, *d, *d, *d, *d, *d, *d, *d, *d]\n",
+            "aliases",
+        ),
+        (b"a: [", "not valid YAML"),
+    ],
+    ids=["timestamp", "two-documents", "alias-bomb", "malformed"],
+)
+def test_yaml_bodies_json_cannot_carry_are_400(raw: Raw, name: str, body: bytes, why: str) -> None:
+    code, status = raw.send("PATCH", f"{WIDGETS}/{name}?fieldManager=y", body, APPLY)
+    assert (code, status["reason"]) == (400, "BadRequest")
+    assert why in status["message"]

@@ -27,8 +27,10 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
-import yaml
 from aiohttp import web
+
+from trainop.api import manifest
+from trainop.errors import ManifestError
 
 from . import admission, bodies, fieldsets, managedfields, objects, status, writes
 from .call import ApiState, Call
@@ -64,24 +66,63 @@ async def patch(state: ApiState, call: Call) -> web.Response:
 
 
 def decode(body: bytes) -> dict[str, Any]:
-    """The apply body as a map: JSON when it parses as JSON, else YAML; 400 otherwise, and
-    for bodies nested deeper than ``bodies.MAX_DEPTH`` arrays or objects."""
+    """The apply body as a map: JSON when it parses as JSON, else one YAML document (safe
+    loading, bounded alias expansion, JSON values only); 400 otherwise, and for bodies nested
+    deeper than ``bodies.MAX_DEPTH`` arrays or objects. ``null`` map values are dropped: in
+    an apply, a null field is a field not set."""
     what = "the apply patch"
     try:
         value = json.loads(body)
     except RecursionError as exc:
         raise _too_deep(what) from exc
     except ValueError:
-        try:
-            value = yaml.safe_load(body)  # the pure-Python loader: deep nesting raises
-        except RecursionError as exc:
-            raise _too_deep(what) from exc
-        except (yaml.YAMLError, ValueError) as exc:
-            raise status.bad_request(f"error decoding YAML: {str(exc)[:200]}") from exc
+        value = _yaml(body, what)
     if not isinstance(value, dict):
         raise status.bad_request(f"{what} must be a YAML or JSON object")
     if fieldsets.depth(value) > bodies.MAX_DEPTH:
         raise _too_deep(what)
+    cleaned: dict[str, Any] = _without_nulls(value)
+    return cleaned
+
+
+def _yaml(body: bytes, what: str) -> Any:
+    try:
+        documents = manifest.parse_documents(body.decode("utf-8"), source=what)
+    except UnicodeDecodeError as exc:
+        raise status.bad_request(f"{what} is not valid UTF-8: {exc.reason}") from exc
+    except ManifestError as exc:
+        raise status.bad_request(str(exc)) from exc
+    if len(documents) != 1:
+        raise status.bad_request(f"{what} must be one YAML or JSON object")
+    odd = _non_json(documents[0])
+    if odd is not None:
+        raise status.bad_request(
+            f"{what} holds a YAML {odd} value, which JSON cannot carry (quote it)"
+        )
+    return documents[0]
+
+
+def _non_json(value: Any) -> str | None:
+    """The type name of the first value JSON cannot carry (dates, binary, ...), or None."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if not all(isinstance(k, str) for k in node):
+                return "non-string key"
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif node is not None and not isinstance(node, (str, int, float, bool)):
+            return type(node).__name__
+    return None
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
     return value
 
 
