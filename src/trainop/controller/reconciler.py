@@ -15,7 +15,9 @@ of the outcome it follows from (upstream's order: cleanup on the reconcile after
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import functools
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -30,11 +32,22 @@ from trainop.controller.metrics import Metrics
 from trainop.controller.topologies import Pending, TopologySource
 from trainop.engine import conditions
 from trainop.engine import plan as engine
-from trainop.engine.actions import Action, Create, Delete, DeleteJob, Event, Update
+from trainop.engine.actions import Action, Create, Delete, DeleteJob, Event, Plan, Update
+from trainop.engine.observed import Observed
 from trainop.frameworks.base import Framework
+from trainop.frameworks.topology import Topology
 from trainop.kube.client import Client, Obj
 from trainop.kube.informer import Informer
 from trainop.kube.resources import job_resource, resource_for
+
+# Jobs with more replicas than this are planned in a worker thread (``JobReconciler._plan``).
+OFFLOAD_REPLICAS = 64
+
+
+def replica_total(job: Job) -> int:
+    """The replicas a job asks for (an absent count is 1; a negative one counts as 0)."""
+    specs = job.spec.replica_specs.values()
+    return sum(max(s.replicas if s.replicas is not None else 1, 0) for s in specs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +101,7 @@ class JobReconciler:
         if isinstance(topology, Pending):
             await self._wait_for_topology(raw, job, topology)
             return Result(requeue_after=topology.retry_after)
-        plan = engine.plan(
-            job, observed, self._framework, topology, self._clock.now(), options=self._options
-        )
+        plan = await self._plan(job, observed, topology)
         deleted = any(isinstance(action, DeleteJob) for action in plan.actions)
         writes_status = not plan.skipped and not deleted  # a deleted job has no status left
         # A terminal status goes first: were the cleanup it triggers (pods, PodGroup) applied
@@ -105,6 +116,24 @@ class JobReconciler:
         for event in plan.events:
             await self._record(raw, event)
         return Result(plan.requeue_after)
+
+    async def _plan(self, job: Job, observed: Observed, topology: Topology) -> Plan:
+        """``engine.plan``; for a large job in a worker thread, so that its cost (TF_CONFIG
+        alone is quadratic in replicas) never stalls the event loop, which in local mode the
+        API server and the kubelet share. The plan is pure and the cached objects it reads are
+        replaced, never mutated, by the informers, so the thread sees a stable snapshot."""
+        call = functools.partial(
+            engine.plan,
+            job,
+            observed,
+            self._framework,
+            topology,
+            self._clock.now(),
+            options=self._options,
+        )
+        if replica_total(job) <= OFFLOAD_REPLICAS:
+            return call()
+        return await asyncio.to_thread(call)
 
     async def _wait_for_topology(self, raw: Obj, job: Job, pending: Pending) -> None:
         """The job waits (e.g. for local ports): say why once, and show it as Created."""
