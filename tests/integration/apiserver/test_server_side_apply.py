@@ -14,6 +14,10 @@ from typing import Any
 
 import kubernetes
 import pytest
+from lightkube import AsyncClient, KubeConfig
+from lightkube.core.exceptions import ApiError
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import ConfigMap
 
 from .conftest import RunningServer
 from .test_bad_input import Raw
@@ -352,3 +356,26 @@ def test_yaml_bodies_json_cannot_carry_are_400(raw: Raw, name: str, body: bytes,
     code, status = raw.send("PATCH", f"{WIDGETS}/{name}?fieldManager=y", body, APPLY)
     assert (code, status["reason"]) == (400, "BadRequest")
     assert why in status["message"]
+
+
+def test_lightkube_apply_conflict_and_force(api: RunningServer, name: str) -> None:
+    def config_map(value: str) -> ConfigMap:
+        return ConfigMap(metadata=ObjectMeta(name=name, namespace="default"), data={"k": value})
+
+    async def scenario() -> tuple[int, str, dict[str, str]]:
+        client = AsyncClient(config=KubeConfig.from_file(api.kubeconfig))
+        try:
+            await client.apply(config_map("1"), field_manager="first")
+            try:
+                await client.apply(config_map("2"), field_manager="second")
+            except ApiError as exc:
+                code, message = exc.status.code, exc.status.message
+            forced = await client.apply(config_map("2"), field_manager="second", force=True)
+            return code or 0, message or "", dict(forced.data or {})
+        finally:
+            await client.close()
+
+    code, message, data = api.run(scenario())
+    assert code == 409
+    assert message == 'Apply failed with 1 conflict: conflict with "first": .data.k'
+    assert data == {"k": "2"}
