@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -217,6 +218,8 @@ def process_cluster(
             working_dir=working_dir,
             require_binding=True,
             gpus=_gpu_devices(wanted.gpus),
+            cpus=math.ceil(wanted.cpus) if wanted.cpus else None,
+            memory=wanted.memory,
         )
         return ProcessKubelet(client=client, config=settings, clock=clock, logs=logs)
 

@@ -87,6 +87,7 @@ def test_up_starts_pods_in_its_working_directory_and_offers_the_cpus_it_is_given
     until(lambda: ("Succeeded", "True") in conditions(custom, "wd"), timeout=60, what="Succeeded")
     core = k8s.CoreV1Api(api(state))
     assert f"hello from {project}" in core.read_namespaced_pod_log("wd-master-0", "default")
+    assert core.read_node("trainop-local").status.allocatable["cpu"] == "1"
 
     # One CPU: the two replicas, one CPU each, never ran together.
     def finished() -> list[tuple[object, object]]:

@@ -67,6 +67,8 @@ class KubeletConfig:
     base_env: Mapping[str, str] | None = None  # default: the kubelet's own environment
     exec_wait: float = 60.0  # how long exec waits for a pod or container still starting
     require_binding: bool = False  # run only pods bound to node_name (a scheduler binds them)
+    cpus: int | None = None  # the node's CPUs (None: the machine's; ``local up --cpus``)
+    memory: int | None = None  # the node's memory in bytes (None: the machine's)
 
 
 class ProcessKubelet:
@@ -352,10 +354,11 @@ def _settings(config: KubeletConfig, exec_address: str) -> Settings:
     base = dict(config.base_env if config.base_env is not None else host_environment())
     for name in _HIDDEN:
         base.pop(name, None)
-    page = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    page = config.memory or os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    cpus = config.cpus or os.cpu_count() or 1
     return Settings(
         root=config.root,
-        node=Node(config.node_name, HOST_IP, os.cpu_count() or 1, page),
+        node=Node(config.node_name, HOST_IP, cpus, page),
         working_dir=config.working_dir or Path.cwd(),
         base_env=base,
         backoff=config.backoff,
