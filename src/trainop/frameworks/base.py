@@ -109,7 +109,8 @@ class Messages:
     succeeded: str = "{kind} {name} is successfully completed."
     worker_running: str = "{kind} {namespace}/{name} is running."
     worker_succeeded: str = "{kind} {namespace}/{name} successfully completed."
-    restarting: str = "{kind} {name} is restarting because {count} {rtype} replica(s) failed."
+    # Upstream's common pod logic, the same for every kind: a failed pod was deleted for restart.
+    restarting: str = "job {name} is restarting because {rtype} replica(s) failed."
     failed: str = "{kind} {name} is failed because {count} {rtype} replica(s) failed."
     # Upstream's common pod logic, the same for every kind: a replica whose restartPolicy is
     # ExitCode exited with a permanent code (below 128).

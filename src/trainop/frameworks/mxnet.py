@@ -72,7 +72,6 @@ FRAMEWORK = base.Framework(
     messages=Messages(
         worker_running="{kind} {name} is running.",
         worker_succeeded="{kind} {name} is successfully completed.",
-        restarting="mxjob {name} is restarting because {count} {rtype} replica(s) failed.",
         failed="mxjob {name} is failed because {count} {rtype} replica(s) failed.",
     ),
 )

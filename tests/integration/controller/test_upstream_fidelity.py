@@ -26,6 +26,7 @@ from tests.integration.apiserver.conftest import RunningServer
 from tests.integration.controller.cluster import (
     Cluster,
     annotate,
+    condition,
     condition_on,
     eventually,
     replica_count,
@@ -133,6 +134,27 @@ def test_exit_code_failure_uses_upstreams_message(server: RunningServer, kind: s
         )
         events = await eventually(lambda: cluster.events(f"{kind}Failed"), what="Failed event")
         assert [(e["type"], e["message"]) for e in events] == [("Warning", found["message"])]
+
+    run_cluster(server, body)
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_restart_uses_upstreams_message(server: RunningServer, kind: str) -> None:
+    """Upstream ``common/pod.go`` (every kind): a failed pod deleted for restart sets
+    ``Restarting`` with ``job <name> is restarting because <Type> replica(s) failed.`` and
+    records it as a Warning ``<Kind>Restarting`` (the event carries the condition's message;
+    the condition itself gives way to Running once the pod is back)."""
+
+    async def body(cluster: Cluster) -> None:
+        spec = manifest(kind, name="again")
+        replica_spec(spec, "Worker")["restartPolicy"] = "ExitCode"
+        annotate(spec, "Worker", run_seconds=10, exit_code=137, fail_times=1)
+        job = await cluster.create_job(spec)
+        await cluster.until_pods("again", replica_count(job), "Running")
+        await cluster.advance(10)
+        events = await eventually(lambda: cluster.events(f"{kind}Restarting"), what="restart")
+        message = "job again is restarting because Worker replica(s) failed."
+        assert {(e["type"], e["message"]) for e in events} == {("Warning", message)}
 
     run_cluster(server, body)
 
@@ -466,3 +488,36 @@ def test_operator_serves_controller_runtime_metrics(server: RunningServer, tmp_p
     finally:
         code = process.stop()
     assert code == 0, (tmp_path / "operator.log").read_text()[-2000:]
+
+
+# --- item 11: backoffLimit counting (a deliberate departure, docs/migration.md) ---------------
+
+
+def test_backoff_limit_is_the_number_of_retries_that_run(server: RunningServer) -> None:
+    """docs/migration.md's table: ``backoffLimit: 2``, an OnFailure worker that crashes on every
+    run. Upstream (spec 5.3: restarts of Running pods ``>= backoffLimit``) fails the job as the
+    kubelet starts the third run (restartCount 2); trainop lets that retry run, and fails the
+    job when a third retry would exceed the limit, as batch/v1 counts ``failed > backoffLimit``."""
+
+    async def body(cluster: Cluster) -> None:
+        spec = manifest("JAXJob", name="retry", runPolicy={"backoffLimit": 2})
+        replica_spec(spec, "Worker").update(replicas=1, restartPolicy="OnFailure")
+        annotate(spec, "Worker", run_seconds=10, exit_code=1)
+        await cluster.create_job(spec)
+        await cluster.until_pods("retry", 1, "Running")
+        for run in (1, 2):
+            await cluster.advance(10)  # run ``run`` crashes
+            await cluster.advance(5)  # the kubelet starts the next run in place
+            pods = await cluster.until_pods("retry", 1, "Running")
+            restarts = pods["retry-worker-0"]["status"]["containerStatuses"][0]["restartCount"]
+            assert restarts == run
+            job = await cluster.job_now("JAXJob", "retry")
+            assert condition(job, "Failed") is None, f"upstream fails here: {restarts} >= 2"
+        await cluster.advance(10)  # the third run crashes: a third retry would exceed 2
+        await cluster.advance(5)
+        failed = await cluster.until_condition("JAXJob", "retry", "Failed")
+        assert condition_on(failed, "Failed")["message"] == (
+            "Job retry has failed because it has reached the specified backoff limit"
+        )
+
+    run_cluster(server, body)
