@@ -248,6 +248,10 @@ def test_server_side_apply_takes_over_from_client_side_apply(
     kubectl.run("apply", "--server-side", "-n", ns, "-f", second)
     data = kubectl.out("get", "-n", ns, "cm/moved", "-o", "jsonpath={.data}")
     assert json.loads(data) == {"a": "9"}  # b, applied before and omitted now, is gone
+    diff = kubectl.run("diff", "--server-side", "-n", ns, "-f", first, check=False)
+    assert diff.returncode == 1, diff.stderr  # 1: differences found
+    assert '-  a: "9"' in diff.stdout
+    assert '+  a: "1"' in diff.stdout
 
 
 def test_server_side_apply_of_an_installed_crd(kubectl: Kubectl) -> None:
