@@ -176,8 +176,12 @@ async def _session(
             raise
         console.print("interrupted: the local cluster stopped", style="yellow")
         return stop.exit_code
-    except (errors.TrainopError, OSError) as exc:
+    except errors.TrainopError as exc:
         console.print(f"error: {exc}", style="bold red")
+        return EXIT_FAILED
+    except OSError as exc:  # e.g. no space left for the store: one line, not a traceback
+        reason = exc.strerror or str(exc)
+        console.print(f"error: the local cluster in {state_dir}: {reason}", style="bold red")
         return EXIT_FAILED
 
 

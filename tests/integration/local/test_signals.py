@@ -214,7 +214,8 @@ exec "$@"
 """
 
 
-def test_up_on_a_full_disk_is_one_line_and_exit_1(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["local up", "run"])
+def test_a_full_disk_is_one_line_and_exit_1(tmp_path: Path, command: str) -> None:
     if shutil.which("unshare") is None:
         pytest.skip("unshare(1) is not installed")
     disk = tmp_path / "disk"
@@ -222,11 +223,14 @@ def test_up_on_a_full_disk_is_one_line_and_exit_1(tmp_path: Path) -> None:
     probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True, check=False)
     if probe.returncode != 0:
         pytest.skip(f"no unprivileged mount namespaces here: {probe.stderr!r}")
-    command = ["unshare", "-rm", "sh", "-c", FILL, "fill", str(disk)]
-    command += [*TRAINOP, "local", "up", "--state-dir", str(disk / "state")]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(yaml.safe_dump(job("tiny", master=py("print(1)"), worker=py("print(1)"))))
+    args = ["local", "up"] if command == "local up" else ["run", str(manifest)]
+    wrapped = ["unshare", "-rm", "sh", "-c", FILL, "fill", str(disk)]
+    wrapped += [*TRAINOP, *args, "--state-dir", str(disk / "state")]
+    result = subprocess.run(wrapped, capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert "no space left on the device of" in lines[0]
+    lines = (result.stdout + result.stderr).strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "no space left" in lines[0].lower()
+    assert str(disk / "state") in lines[0]
