@@ -39,7 +39,7 @@ from trainop.controller.queue import ShutDownError, WorkQueue
 from trainop.controller.reconciler import JobReconciler, Result
 from trainop.controller.topologies import ClusterTopologySource, TopologySource
 from trainop.engine.gang import GangScheduler
-from trainop.engine.naming import JOB_NAME_LABEL
+from trainop.engine.naming import JOB_NAME_LABEL, OPERATOR_NAME_LABEL
 from trainop.engine.plan import EngineOptions
 from trainop.frameworks.registry import REGISTRY, framework_for
 from trainop.frameworks.topology import ClusterTopology
@@ -91,6 +91,7 @@ class Manager:
         self._options = options
         self.metrics = metrics or Metrics()
         self._kinds = {info.kind: info for info in options.enabled()}
+        self._by_controller = {info.controller_name: kind for kind, info in self._kinds.items()}
         self.queues = {
             kind: WorkQueue(clock=clock, metrics=self.metrics.for_queue(info.controller_name))
             for kind, info in self._kinds.items()
@@ -244,10 +245,17 @@ class Manager:
         obj = new or old
         if obj is None:
             return
-        for ref in obj["metadata"].get("ownerReferences") or []:
+        namespace = obj["metadata"].get("namespace", "")
+        refs = obj["metadata"].get("ownerReferences") or []
+        for ref in refs:
             if ref.get("controller") and ref.get("kind") in self.queues:
-                namespace = obj["metadata"].get("namespace", "")
                 self.queues[ref["kind"]].add(f"{namespace}/{ref['name']}")
+        if new is not None and not any(ref.get("controller") for ref in refs):
+            # An orphan labelled for a job: that job may adopt it (``claims``).
+            labels = obj["metadata"].get("labels") or {}
+            kind = self._by_controller.get(str(labels.get(OPERATOR_NAME_LABEL)))
+            if kind is not None and labels.get(JOB_NAME_LABEL):
+                self.queues[kind].add(f"{namespace}/{labels[JOB_NAME_LABEL]}")
 
     async def _worker(self, kind: str) -> None:
         queue, reconciler = self.queues[kind], self.reconcilers[kind]

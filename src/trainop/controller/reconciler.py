@@ -11,6 +11,9 @@ delete is success too. The status is written only when it changed, with the cach
 resourceVersion: a conflict fails the reconcile and the retry sees the newer object. A status
 that finishes the job is written *before* the plan's actions, so its cleanup never runs ahead
 of the outcome it follows from (upstream's order: cleanup on the reconcile after the write).
+What the job may use is ``claims``'s: orphans matching the job's selector are adopted and
+mismatches released before planning; a create whose name is taken by an object the job does
+not control is not an AlreadyExists success but a foreign object (``ErrResourceExists``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from trainop.api import manifest
 from trainop.api.kinds import KindInfo, kind_info
 from trainop.api.types import CREATED, Job, JobStatus
 from trainop.controller.caches import OwnedObjects
+from trainop.controller.claims import FOREIGN_RECHECK, Claims
 from trainop.controller.clock import Clock
 from trainop.controller.events import EventRecorder
 from trainop.controller.metrics import Metrics
@@ -83,6 +87,7 @@ class JobReconciler:
         self._recorder = recorder
         self._options = options or engine.EngineOptions()
         self._metrics = metrics or Metrics()
+        self.claims = Claims(client=client, owned=owned, info=self._info)
         self.status_writes = 0
 
     async def reconcile(self, key: str) -> Result:
@@ -90,11 +95,14 @@ class JobReconciler:
         raw = self._jobs.get(namespace, name)
         if raw is None:
             await self._topologies.forget(kind=self._info.kind, namespace=namespace, name=name)
+            self.claims.forget(key)
             return Result()
         if raw["metadata"].get("deletionTimestamp"):
+            self.claims.forget(key)
             return Result()
         job = await self._parse(raw)
         observed = self._owned.observed(str(raw["metadata"].get("uid", "")))
+        observed = await self.claims.claim(raw, observed)
         topology = await self._topologies.for_job(job=job, raw=raw)
         if topology is None:
             return Result()  # the job was just updated; its watch event brings it back
@@ -109,13 +117,23 @@ class JobReconciler:
         status_first = writes_status and conditions.is_finished(tuple(plan.status.conditions or ()))
         if status_first:
             await self._write_status(raw, job, plan.status)
-        for action in plan.actions:
-            await self._apply(raw, action)
+        for event in await self.claims.recheck(raw):
+            await self._record(raw, event)
+        # Pods are created last: a foreign object met by any other create (a Service, the MPI
+        # ConfigMap) then stops them before one could use it.
+        pods = [a for a in plan.actions if isinstance(a, Create) and a.kind == "Pod"]
+        others = [a for a in plan.actions if not (isinstance(a, Create) and a.kind == "Pod")]
+        for action in [*others, *pods]:
+            if not self.claims.blocks(raw, action):
+                await self._apply(raw, action)
         if writes_status and not status_first:
             await self._write_status(raw, job, plan.status)
         for event in plan.events:
             await self._record(raw, event)
-        return Result(plan.requeue_after)
+        requeue = plan.requeue_after
+        if self.claims.has_foreign(raw):  # nothing tells when a foreign object goes away
+            requeue = FOREIGN_RECHECK if requeue is None else min(requeue, FOREIGN_RECHECK)
+        return Result(requeue)
 
     async def _plan(self, job: Job, observed: Observed, topology: Topology) -> Plan:
         """``engine.plan``; for a large job in a worker thread, so that its cost (TF_CONFIG
@@ -166,8 +184,15 @@ class JobReconciler:
         namespace = job["metadata"].get("namespace")
         try:
             await self._send(job, action, namespace)
-        except (errors.AlreadyExistsError, errors.NotFoundError):
-            return  # deterministic names: the object is already as the plan wants it
+        except errors.AlreadyExistsError:
+            # Deterministic names: the object is the job's own (the cache was behind), one to
+            # adopt, or a foreign object the job must not use (``claims``).
+            if isinstance(action, Create):
+                for event in await self.claims.exists(job, action):
+                    await self._record(job, event)
+            return
+        except errors.NotFoundError:
+            return  # deleting what is already gone
         except errors.ApiError as exc:
             if isinstance(action, Create | Delete | DeleteJob):
                 await self._record(job, action.outcome_event(str(exc)))

@@ -40,10 +40,15 @@ from trainop.engine.plan import EngineOptions
 from trainop.kube.client import Obj
 from trainop.kube.http import HttpClient
 from trainop.kube.resources import (
+    CONFIGMAPS,
     COSCHEDULING_PODGROUPS,
     CRDS,
     NAMESPACES,
     PODS,
+    ROLEBINDINGS,
+    ROLES,
+    SERVICES,
+    Resource,
     job_resource,
 )
 
@@ -113,6 +118,204 @@ def test_a_pod_stuck_terminating_on_a_lost_node_counts_failed_after_its_grace(
     run_cluster(server, body)
 
 
+# --- foreign objects (issue 11 item 1) -------------------------------------------------------
+
+LABEL = "training.kubeflow.org/"
+
+
+async def _other_owner(cluster: Cluster) -> Obj:
+    """A controller reference to an object that exists (else the GC deletes the dependent)."""
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "someone-else"}}
+    owner = await cluster.client.create(CONFIGMAPS, body, namespace=cluster.namespace)
+    return {"apiVersion": "v1", "kind": "ConfigMap", "name": "someone-else",
+            "uid": owner["metadata"]["uid"], "controller": True}  # fmt: skip
+
+
+def _labels(kind: str, job: str, replica_type: str, index: int) -> dict[str, str]:
+    return {
+        LABEL + "operator-name": kind_info(kind).controller_name,
+        LABEL + "job-name": job,
+        LABEL + "replica-type": replica_type,
+        LABEL + "replica-index": str(index),
+    }
+
+
+def _pod(name: str, labels: dict[str, str] | None = None, **meta: object) -> Obj:
+    container = {"name": "main", "image": "busybox:1"}
+    metadata = {"name": name, "labels": labels or {}, **meta}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
+            "spec": {"containers": [container]}}  # fmt: skip
+
+
+def _service(name: str, labels: dict[str, str] | None = None, **meta: object) -> Obj:
+    metadata = {"name": name, "labels": labels or {}, **meta}
+    spec = {"clusterIP": "None", "selector": {"app": "other"}, "ports": [{"port": 80}]}
+    return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
+
+
+# What another tenant left under an MPIJob's names: (resource, object). The ownerless worker pod
+# carries the job's labels: upstream's MPI controller does not adopt, it reports the conflict.
+MPI_FOREIGN: dict[str, tuple[Resource, Obj]] = {
+    "ConfigMap": (CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                               "metadata": {"name": "mpi-config"},
+                               "data": {"hostfile": "evil slots=1\n"}}),
+    "Role": (ROLES, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                     "metadata": {"name": "mpi-launcher"}, "rules": []}),
+    "RoleBinding": (ROLEBINDINGS, {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "mpi-launcher"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "other"},
+        "subjects": [{"kind": "ServiceAccount", "name": "other"}]}),
+    "Pod": (PODS, _pod("mpi-worker-0", _labels("MPIJob", "mpi", "worker", 0))),
+}  # fmt: skip
+
+
+def _owned_pods(pods: dict[str, Obj], job: Obj) -> set[str]:
+    return {
+        name
+        for name, pod in pods.items()
+        if any(
+            r.get("uid") == job["metadata"]["uid"]
+            for r in pod["metadata"].get("ownerReferences") or []
+        )
+    }
+
+
+@pytest.mark.parametrize("kind", sorted(MPI_FOREIGN))
+def test_mpi_reports_a_foreign_object_once_and_creates_no_launcher(
+    server: RunningServer, kind: str
+) -> None:
+    """Spec 7.5: Warning ``ErrResourceExists`` with upstream's message, no launcher, the
+    foreign object neither used nor changed nor counted; reported once; the job goes on once
+    the object is gone."""
+
+    async def body(cluster: Cluster) -> None:
+        resource, foreign = MPI_FOREIGN[kind]
+        before = await cluster.client.create(resource, foreign, namespace=cluster.namespace)
+        name = before["metadata"]["name"]
+        job = await cluster.create_job(manifest("MPIJob", name="mpi"))
+        for _ in range(3):  # several reconciles, rechecks included
+            await cluster.advance(30)
+        events = await cluster.events("ErrResourceExists")
+        assert [(e["type"], e["message"]) for e in events] == [
+            ("Warning", f'Resource "{name}" of MPIJobKind "{kind}" already exists and is not'
+                        " managed by MPIJob")
+        ]  # fmt: skip
+        assert events[0]["involvedObject"]["name"] == "mpi"
+        pods = await cluster.pods("mpi")
+        assert "mpi-launcher" not in pods, "no launcher while a child's name is foreign"
+        assert _owned_pods(pods, job) == set(), "no pod at all"
+        after = await cluster.get(resource, name)
+        assert after is not None
+        assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"] or (
+            kind == "Pod"  # the kubelet runs the foreign pod
+        )
+        assert not after["metadata"].get("ownerReferences"), "not adopted"
+        status = (await cluster.job_now("MPIJob", "mpi")).get("status") or {}
+        workers = (status.get("replicaStatuses") or {}).get("Worker") or {}
+        assert not workers.get("active"), "the foreign pod is not counted"
+
+        await cluster.client.delete(resource, name=name, namespace=cluster.namespace)
+        await cluster.advance(30)
+        launcher = await cluster.until_pods("mpi", 3)
+        assert _owned_pods(launcher, job) == {"mpi-launcher", "mpi-worker-0", "mpi-worker-1"}
+        mine = await cluster.get(resource, name)
+        assert mine is not None
+        assert mine["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
+        assert len(await cluster.events("ErrResourceExists")) == 1
+
+    run_cluster(server, body)
+
+
+def test_any_kind_never_uses_a_foreign_service_and_creates_no_pod(server: RunningServer) -> None:
+    """Generalised (005): a Service named as the job's but controlled by someone else."""
+
+    async def body(cluster: Cluster) -> None:
+        foreign = _service("gen-worker-0", ownerReferences=[await _other_owner(cluster)])
+        before = await cluster.client.create(SERVICES, foreign, namespace=cluster.namespace)
+        await cluster.create_job(manifest("PyTorchJob", name="gen"))
+        await cluster.advance(30)
+        await cluster.advance(30)
+        events = await cluster.events("ErrResourceExists")
+        assert [e["message"] for e in events] == [
+            'Resource "gen-worker-0" of PyTorchJobKind "Service" already exists and is not'
+            " managed by PyTorchJob"
+        ]
+        assert await cluster.pods("gen") == {}
+        after = await cluster.get(SERVICES, "gen-worker-0")
+        assert after is not None
+        assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+    run_cluster(server, body)
+
+
+# --- orphan adoption and release (issue 11 item 2) ---------------------------------------------
+
+
+def test_orphans_matching_the_selector_are_adopted_and_counted(server: RunningServer) -> None:
+    """Spec 4.3 step 2 (the controller-ref manager): an ownerless pod and Service with the
+    job's labels get the job as controller owner and are used, not duplicated."""
+
+    async def body(cluster: Cluster) -> None:
+        labels = _labels("PyTorchJob", "ad", "worker", 1)
+        await cluster.client.create(PODS, _pod("ad-worker-1", labels), namespace=cluster.namespace)
+        await cluster.client.create(
+            SERVICES, _service("ad-worker-1", labels), namespace=cluster.namespace
+        )
+        job = await cluster.create_job(
+            annotate(manifest("PyTorchJob", name="ad"), "Master", run_seconds=100_000)
+        )
+        pods = await cluster.until_pods("ad", 3, "Running")
+        assert set(pods) == {"ad-master-0", "ad-worker-0", "ad-worker-1"}
+        owner = {
+            "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "ad",
+            "uid": job["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True,
+        }  # fmt: skip
+        assert pods["ad-worker-1"]["metadata"]["ownerReferences"] == [owner]
+        assert pods["ad-worker-1"]["spec"]["containers"][0]["name"] == "main", "the orphan"
+        service = await cluster.get(SERVICES, "ad-worker-1")
+        assert service is not None
+        assert service["metadata"]["ownerReferences"] == [owner]
+        assert service["spec"]["selector"] == {"app": "other"}, "adopted as it is"
+        await cluster.settle()
+        status = (await cluster.job_now("PyTorchJob", "ad"))["status"]
+        assert status["replicaStatuses"]["Worker"]["active"] == 2, "the adopted pod counts"
+        assert await cluster.events("ErrResourceExists") == []
+
+    run_cluster(server, body)
+
+
+def test_a_pod_whose_labels_no_longer_match_is_released(server: RunningServer) -> None:
+    """The controller-ref manager releases what no longer matches: the owner reference is
+    removed and the pod is no longer counted (its name stays taken: a foreign object)."""
+
+    async def body(cluster: Cluster) -> None:
+        await cluster.create_job(
+            annotate(manifest("PyTorchJob", name="rel"), "Master", run_seconds=100_000)
+        )
+        await cluster.until_pods("rel", 3, "Running")
+        await cluster.settle()
+        relabel = {"metadata": {"labels": {LABEL + "operator-name": "someone-else"}}}
+        await cluster.client.patch(
+            PODS, name="rel-worker-1", namespace=cluster.namespace, patch=relabel
+        )
+
+        async def released() -> bool:
+            pod = await cluster.get(PODS, "rel-worker-1")
+            return pod is not None and not pod["metadata"].get("ownerReferences")
+
+        await eventually(released, what="rel-worker-1 released")
+        await cluster.settle()
+        status = (await cluster.job_now("PyTorchJob", "rel"))["status"]
+        assert status["replicaStatuses"]["Worker"]["active"] == 1, "no longer counted"
+        assert [e["message"] for e in await cluster.events("ErrResourceExists")] == [
+            'Resource "rel-worker-1" of PyTorchJobKind "Pod" already exists and is not'
+            " managed by PyTorchJob"
+        ]
+
+    run_cluster(server, body)
+
+
 # --- gang scheduling without its CRD (issue 11 item 9) ---------------------------------------
 
 
@@ -161,8 +364,13 @@ def test_gang_scheduling_without_the_pod_group_crd_is_not_ready_and_creates_no_p
                     " until it is"
                 )
                 for round_ in range(2, 4):  # time passes: checked again, still nothing done
-                    clock.advance(GANG_CRD_RECHECK_SECONDS)
-                    await eventually(lambda n=round_: _at_least(checks, n), what=f"check {round_}")
+
+                    async def checked(n: int = round_) -> bool:
+                        if await checks() < n:  # the manager may not be asleep yet: move on
+                            clock.advance(GANG_CRD_RECHECK_SECONDS)
+                        return await checks() >= n
+
+                    await eventually(checked, what=f"check {round_}")
                     assert not manager.ready
                 assert set(calls[3:]) == {"podgroups"}, "no informer, no reconcile started"
                 pods = await client.list(PODS, namespace=namespace)
@@ -198,11 +406,6 @@ def test_gang_scheduling_without_the_pod_group_crd_is_not_ready_and_creates_no_p
             await client.close()
 
     asyncio.run(main())
-
-
-async def _at_least(probe: object, count: int) -> bool:
-    assert callable(probe)
-    return bool(await probe() >= count)
 
 
 def _stamp(moment: datetime) -> str:
