@@ -193,6 +193,7 @@ def test_openapi_v3_documents(client: Client) -> None:
     patch = doc["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets/{name}"]["patch"]
     assert patch["x-kubernetes-group-version-kind"] == gvk
     assert "fieldValidation" in {p["name"] for p in patch["parameters"]}
+    assert "application/apply-patch+yaml" in patch["requestBody"]["content"]
 
 
 def test_openapi_v3_follows_crd_changes(client: Client) -> None:

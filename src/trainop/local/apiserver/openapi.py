@@ -39,7 +39,11 @@ _REF = re.compile(r'"#/\$defs/([^"]+)"')
 _WRITE_PARAMS = ("dryRun", "fieldManager", "fieldValidation")
 _LIST_PARAMS = ("labelSelector", "fieldSelector", "limit", "continue", "watch", "resourceVersion")
 _PARAM_TYPES = {"limit": "integer", "watch": "boolean", "force": "boolean"}
-_PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json")
+_PATCH_TYPES = (
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
+)
 
 
 @functools.cache
