@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
@@ -458,3 +459,27 @@ def test_secret_data_over_1_mib_is_422(plain: Raw) -> None:
     code, status = send_json(plain, "POST", SECRETS, body)
     assert code == 422, status
     assert "Too long: must have at most 1048576 bytes" in status["message"]
+
+
+def test_server_side_apply_takes_the_same_path(raw: Raw) -> None:
+    name = unique()
+    path = jobs_path("PyTorchJob", name) + "?fieldManager=fuzz&force=true"
+    apply = {"Content-Type": "application/apply-patch+yaml"}
+    job = manifest("PyTorchJob", name=name, runPolicy={"schedulingPolicy": {"queue": "a"}})
+    job["metadata"].pop("namespace")
+    bad = copy.deepcopy(job)
+    bad["spec"]["pytorchReplicaSpecs"]["Master"]["replicas"] = 0
+    code, status = raw.send("PATCH", path, yaml.safe_dump(bad).encode(), apply)
+    assert code == 422, status
+    assert "spec.pytorchReplicaSpecs[Master].replicas" in fields(status)
+    code, stored = raw.send("PATCH", path, yaml.safe_dump(job).encode(), apply)
+    assert code == 201, stored
+    job["spec"]["runPolicy"]["schedulingPolicy"]["queue"] = "b"
+    code, status = raw.send("PATCH", path, yaml.safe_dump(job).encode(), apply)
+    assert code == 422, status
+    assert "queue is immutable" in status["message"]
+    bomb = "a0: &a0 [x,x,x,x,x,x,x,x,x]\n" + "".join(
+        f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 9)
+    )
+    code, status = raw.send("PATCH", path, bomb.encode(), apply)
+    assert (code, status["reason"]) == (400, "BadRequest"), status
