@@ -96,6 +96,8 @@ class Manager:
             kind: WorkQueue(clock=clock, metrics=self.metrics.for_queue(info.controller_name))
             for kind, info in self._kinds.items()
         }
+        for kind, info in self._kinds.items():
+            self.metrics.watch_progress(info.controller_name, self.queues[kind].progress)
         self._controller_metrics = {
             kind: self.metrics.for_controller(info.controller_name, workers=max(1, options.threads))
             for kind, info in self._kinds.items()

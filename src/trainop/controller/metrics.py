@@ -19,9 +19,11 @@ same registry): ``controller_runtime_reconcile_total{controller,result}`` (resul
 ``controller_runtime_max_concurrent_reconciles{controller}``,
 ``controller_runtime_active_workers{controller}``, the work queue's ``workqueue_depth``,
 ``workqueue_adds_total``, ``workqueue_queue_duration_seconds``,
-``workqueue_work_duration_seconds`` and ``workqueue_retries_total`` (label ``name``, the
-controller's name, e.g. ``pytorchjob-controller``), and
-``rest_client_requests_total{code,method,host}``.
+``workqueue_work_duration_seconds``, ``workqueue_retries_total``,
+``workqueue_unfinished_work_seconds`` and ``workqueue_longest_running_processor_seconds``
+(label ``name``, the controller's name, e.g. ``pytorchjob-controller``; the last two read at
+scrape time), ``rest_client_requests_total{code,method,host}``, and the ``process_*`` metrics
+(CPU, memory, file descriptors, start time). Go runtime metrics (``go_*``) have no equivalent.
 trainop's own: ``trainop_reconcile_duration_seconds`` (histogram by kind and outcome),
 ``trainop_workqueue_depth`` (gauge by kind) and ``trainop_api_requests_total`` (by verb and
 resource).
@@ -29,10 +31,13 @@ resource).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
+from prometheus_client.registry import Collector
 
 from trainop.api.types import FAILED, SUCCEEDED, JobStatus
 
@@ -45,6 +50,37 @@ _RECONCILE_BUCKETS = (
 )
 _QUEUE_BUCKETS = tuple(10.0**exponent for exponent in range(-8, 4))
 RECONCILE_RESULTS = ("success", "error", "requeue", "requeue_after")
+
+
+# In-progress work of a queue: (seconds of every key being processed, the longest one's).
+Progress = Callable[[], tuple[float, float]]
+
+
+class _UnfinishedWork(Collector):
+    """client-go's two gauges of work in progress, computed from the queues when scraped."""
+
+    def __init__(self) -> None:
+        self.queues: dict[str, Progress] = {}
+
+    def collect(self) -> Iterator[Metric]:
+        unfinished = GaugeMetricFamily(
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has done that is in progress and hasn't been observed by "
+            "work_duration. Large values indicate stuck threads. One can deduce the number of "
+            "stuck threads by observing the rate at which this increases.",
+            labels=("name",),
+        )
+        longest = GaugeMetricFamily(
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds has the longest running processor for workqueue been running.",
+            labels=("name",),
+        )
+        for name, progress in sorted(self.queues.items()):
+            total, longest_one = progress()
+            unfinished.add_metric((name,), total)
+            longest.add_metric((name,), longest_one)
+        yield unfinished
+        yield longest
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +135,9 @@ class Metrics:
         )
         self._controller_runtime()
         self._workqueue()
+        self._unfinished = _UnfinishedWork()
+        self.registry.register(self._unfinished)
+        ProcessCollector(registry=self.registry)
         self.rest_client_requests = Counter(
             "rest_client_requests",
             "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -183,6 +222,10 @@ class Metrics:
             work_duration=self.workqueue_work_duration.labels(name=name),
             retries=self.workqueue_retries.labels(name=name),
         )
+
+    def watch_progress(self, name: str, progress: Progress) -> None:
+        """Serve the work in progress of queue ``name`` (``WorkQueue.progress``)."""
+        self._unfinished.queues[name] = progress
 
     def for_controller(self, name: str, *, workers: int) -> ControllerMetrics:
         """The metrics of controller ``name``, every reconcile result at 0 (as upstream)."""

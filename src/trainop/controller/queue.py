@@ -67,6 +67,13 @@ class WorkQueue:
         """Keys handed to a worker and not yet ``done``."""
         return len(self._processing)
 
+    def progress(self) -> tuple[float, float]:
+        """Seconds of work in progress: summed over the keys being processed, and the longest
+        (client-go's unfinished-work gauges; needs ``metrics``, else always zero)."""
+        now = self._monotonic()
+        running = [now - started for started in self._started_at.values()]
+        return sum(running), max(running, default=0.0)
+
     def add(self, key: str) -> None:
         if self._shut_down or key in self._dirty:
             return

@@ -474,6 +474,12 @@ def test_operator_serves_controller_runtime_metrics(server: RunningServer, tmp_p
         assert adds >= gets
         assert _value(families, "workqueue_depth", name=controller) == 0
         assert _value(families, "workqueue_retries_total", name=controller) == results["error"]
+        for gauge in (
+            "workqueue_unfinished_work_seconds",
+            "workqueue_longest_running_processor_seconds",
+        ):
+            assert _value(families, gauge, name=controller) == 0
+        assert (_value(families, "process_resident_memory_bytes") or 0) > 0
         host = urllib.parse.urlsplit(
             yaml.safe_load(server.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
         ).netloc

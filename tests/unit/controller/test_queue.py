@@ -119,3 +119,33 @@ def test_client_go_workqueue_metrics_count_adds_waits_work_and_retries() -> None
         assert value("workqueue_retries_total") == 1.0
 
     asyncio.run(main())
+
+
+def test_unfinished_work_is_read_from_the_keys_in_progress_when_scraped() -> None:
+    metrics = Metrics()
+    now = [10.0]
+
+    def value(sample: str) -> float | None:
+        return metrics.registry.get_sample_value(sample, {"name": "jaxjob-controller"})
+
+    async def main() -> None:
+        queue = WorkQueue(
+            clock=FakeClock(),
+            metrics=metrics.for_queue("jaxjob-controller"),
+            monotonic=lambda: now[0],
+        )
+        metrics.watch_progress("jaxjob-controller", queue.progress)
+        queue.add("ns/a")
+        queue.add("ns/b")
+        await queue.get()
+        now[0] = 12.0
+        await queue.get()
+        now[0] = 15.0
+        assert value("workqueue_unfinished_work_seconds") == 5.0 + 3.0
+        assert value("workqueue_longest_running_processor_seconds") == 5.0
+        queue.done("ns/a")
+        queue.done("ns/b")
+        assert value("workqueue_unfinished_work_seconds") == 0.0
+        assert value("workqueue_longest_running_processor_seconds") == 0.0
+
+    asyncio.run(main())
