@@ -15,31 +15,103 @@ event loop (or thread) than the kubelet, so followers wait on futures of *their*
 writer wakes with ``call_soon_threadsafe``; a file is "open" (followers keep waiting) while its
 process runs and its pipes are not drained. Pods are found through ``register``: the kubelet
 names the sandbox of the pod (namespace, name) it runs; after a kubelet restart the newest
-sandbox on disk is used. Neighbours: ``podrun`` (pumps), ``local.apiserver.logs`` (serves).
+sandbox on disk is used.
+
+Writing never stops the reading: when a record cannot be written (``ENOSPC`` on a full disk,
+``EIO``, …) the pump keeps draining the container's pipes and drops the records, counting
+them; the first record that can be written again is preceded by one marker record (``stderr``:
+``[trainop] <n> log lines dropped: <error>``), so no container blocks on a full pipe and
+``local down`` stops it as usual. The write function is injectable (``LogFiles(write=...)``)
+for tests. Neighbours: ``podrun`` (pumps), ``local.apiserver.logs`` (serves).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
 
 from trainop.local import privacy
 from trainop.local.apiserver.logs import LogLine, LogRef
 from trainop.local.kubelet.sandbox import Sandbox
 
+log = logging.getLogger(__name__)
+
 LINE_LIMIT = 64 * 1024
+Write = Callable[[int, bytes], int]  # as os.write: the number of bytes written, or OSError
+
+
+class LogSink:
+    """One run's log file, open for appending; tracks records dropped while writing fails."""
+
+    def __init__(self, path: Path, write: Write) -> None:
+        self.path = path
+        self.fd: int | None = None
+        self.dropped = 0
+        self.error = ""
+        self.broken_record = False  # a write stopped inside a record
+        self._write = write
+
+    def put(self, record: bytes) -> bool:
+        """Write ``record`` (after the marker, if records were dropped); False if dropped."""
+        try:
+            self.create()
+            if self.broken_record:
+                self._all(b"\n")
+                self.broken_record = False
+            if self.dropped:
+                self._all(self._marker())
+                self.dropped, self.error = 0, ""
+            self._all(record)
+        except OSError as exc:
+            if not self.dropped:
+                log.warning("log %s: cannot write (%s); dropping lines", self.path, exc)
+            self.dropped += 1
+            self.error = self.error or exc.strerror or str(exc)
+            return False
+        return True
+
+    def create(self) -> None:
+        """Open (create) the file if it is not open yet; ``OSError`` when it cannot be."""
+        if self.fd is None:
+            privacy.private_dirs(self.path.parent)
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError as exc:
+                log.warning("log %s: %s", self.path, exc)
+            self.fd = None
+
+    def _all(self, data: bytes) -> None:
+        assert self.fd is not None
+        view = memoryview(data)
+        while view:
+            try:
+                written = self._write(self.fd, view.tobytes())
+            except OSError:
+                self.broken_record = self.broken_record or len(view) < len(data)
+                raise
+            view = view[written:]
+
+    def _marker(self) -> bytes:
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        text = f"[trainop] {self.dropped} log lines dropped: {self.error}"
+        return f"{stamp} stderr F {text}\n".encode()
 
 
 class LogFiles:
     """Where the logs of every pod of one kubelet are (see the module docstring)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, write: Write = os.write) -> None:
         self._root = root
+        self._write = write
         self._pods: dict[tuple[str, str], Sandbox] = {}
         self._open: set[Path] = set()
         self._lock = threading.Lock()
@@ -57,22 +129,26 @@ class LogFiles:
             if self._pods.get((namespace, name)) == sandbox:
                 del self._pods[(namespace, name)]
 
-    def open(self, path: Path) -> BinaryIO:
-        """Start a log file (a new run of a container); followers wait for more while open."""
-        privacy.private_dirs(path.parent)
+    def open(self, path: Path) -> LogSink:
+        """Start a log file (a new run of a container); followers wait for more while open.
+        The file is created by the first record (a failure to create it drops records)."""
         with self._lock:
             self._open.add(path)
-        return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
+        sink = LogSink(path, self._write)
+        try:
+            sink.create()  # now: an empty current log exists while the run starts
+        except OSError as exc:  # the first record tries again
+            log.warning("log %s: cannot create (%s)", path, exc)
+        return sink
 
-    def append(self, path: Path, sink: BinaryIO, stream: str, data: bytes, *, full: bool) -> None:
-        """Write one record and wake the followers."""
+    def append(self, path: Path, sink: LogSink, stream: str, data: bytes, *, full: bool) -> None:
+        """Write one record (or drop it: see the module docstring) and wake the followers."""
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        sink.write(f"{stamp} {stream} {'F' if full else 'P'} ".encode() + data + b"\n")
-        sink.flush()
-        self._wake(path)
+        if sink.put(f"{stamp} {stream} {'F' if full else 'P'} ".encode() + data + b"\n"):
+            self._wake(path)
 
-    def close(self, path: Path, sink: BinaryIO) -> None:
-        """The run ended and its output is all written: followers finish."""
+    def close(self, path: Path, sink: LogSink) -> None:
+        """The run ended and its output is all read: followers finish."""
         sink.close()
         with self._lock:
             self._open.discard(path)
@@ -175,7 +251,7 @@ def _parse(raw: bytes) -> LogLine | None:
 
 
 async def pump(
-    logs: LogFiles, path: Path, sink: BinaryIO, stream: str, reader: asyncio.StreamReader
+    logs: LogFiles, path: Path, sink: LogSink, stream: str, reader: asyncio.StreamReader
 ) -> None:
     """Copy ``reader`` to the log, line by line, until end-of-file."""
     while True:
