@@ -159,6 +159,8 @@ def clear_ready(state_dir: Path) -> None:
 def _spawn(state_dir: Path, port: int, serve_args: Sequence[str]) -> subprocess.Popen[bytes]:
     command = [sys.executable, "-m", "trainop.cli.main", "local", "serve"]
     command += ["--state-dir", str(state_dir), "--port", str(port), *serve_args]
+    if "--workdir" not in serve_args:  # pods start where ``up`` was called, as in trainop run
+        command += ["--workdir", str(Path.cwd())]
     with (state_dir / LOG_FILE).open("ab") as log:
         return subprocess.Popen(
             command,
