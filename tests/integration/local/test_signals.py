@@ -41,6 +41,21 @@ def spawn(args: list[str], *, cwd: Path, group: bool = True) -> subprocess.Popen
     )
 
 
+def session_members(session: int) -> list[int]:
+    """Live processes of a session (containers stay in the kubelet's session, note 060)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[3]) == session:
+            found.append(int(entry.name))
+    return found
+
+
 def sleepers(token: str) -> dict[str, Any]:
     sleeper = py(f"import time  # {token}\nprint('up', flush=True); time.sleep(300)")
     return job("long", master=sleeper, worker=sleeper)
@@ -72,10 +87,12 @@ def test_a_signal_to_the_process_group_of_trainop_run_stops_everything(
     path.write_text(yaml.safe_dump(sleepers(token)))
     process = spawn(["run", str(path)], cwd=tmp_path)
     until(lambda: len(replica_processes(token)) == 3, timeout=60, what="three replicas")
+    assert len(session_members(process.pid)) > 3, "run, its reaper and three replicas"
     code, output = stop_group(process, sig)
     assert code == 128 + sig, output
     assert "Traceback" not in output
     until(lambda: not replica_processes(token), timeout=30, what="no replica left")
+    until(lambda: not session_members(process.pid), timeout=30, what="no process left")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -93,8 +110,9 @@ def test_a_signal_during_the_start_of_trainop_run_is_one_line_and_its_code(
     until(lambda: not replica_processes(token), timeout=30, what="no replica left")
 
 
-def test_sigterm_to_the_daemon_group_exits_143_with_every_replica_stopped(
-    tmp_path: Path, token: str
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_to_the_daemon_group_exits_143_or_130_with_every_process_stopped(
+    tmp_path: Path, token: str, sig: int
 ) -> None:
     state = tmp_path / "state"
     serve = spawn(["local", "serve", "--state-dir", str(state)], cwd=tmp_path)
@@ -107,10 +125,11 @@ def test_sigterm_to_the_daemon_group_exits_143_with_every_replica_stopped(
         )
         until(lambda: len(replica_processes(token)) == 3, timeout=60, what="three replicas")
     finally:
-        code, output = stop_group(serve, signal.SIGTERM)
-    assert code == 143, output
+        code, output = stop_group(serve, sig)
+    assert code == 128 + sig, output
     assert "Traceback" not in output
     until(lambda: not replica_processes(token), timeout=30, what="no replica left")
+    until(lambda: not session_members(serve.pid), timeout=30, what="no process left")
     assert not daemon.status(state).running
     assert not (state / daemon.READY_FILE).exists()
 
