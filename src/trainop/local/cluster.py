@@ -220,6 +220,7 @@ def process_cluster(
             gpus=_gpu_devices(wanted.gpus),
             cpus=math.ceil(wanted.cpus) if wanted.cpus else None,
             memory=wanted.memory,
+            node_cpus=wanted.cpus,  # exact, for the Node object (``cpus`` is rounded up)
         )
         return ProcessKubelet(client=client, config=settings, clock=clock, logs=logs)
 

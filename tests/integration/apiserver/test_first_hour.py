@@ -218,6 +218,8 @@ def test_every_namespace_gets_a_default_service_account(client: Client, ns: str)
     assert _until(lambda: client.send("GET", account)[0] == 200)
     assert client.send("DELETE", account)[0] == 200
     assert _until(lambda: client.send("GET", account)[0] == 200)  # the controller recreates it
+    default = "/api/v1/namespaces/default/serviceaccounts/default"
+    assert _until(lambda: client.send("GET", default)[0] == 200)  # default exists from the start
 
 
 def test_service_accounts_are_made_for_namespaces_stored_before_a_restart(

@@ -1,11 +1,12 @@
 """The ``default`` ServiceAccount in every namespace (kube's serviceaccounts controller).
 
-Role: one asyncio task that makes sure every active namespace holds a ServiceAccount named
-``default``: at start for the namespaces already stored, when a namespace is created, and
-again when someone deletes the account. A namespace that is terminating gets none (its
-contents are being removed). Like the real controller it is asynchronous: the account appears
-shortly after its namespace (clients and tests poll). Local mode issues no tokens, so the
-account carries no secrets.
+Role: one asyncio task that makes sure the ``default`` namespace exists (kube-apiserver makes
+it at start; so does this server, also after it was deleted, at the next start) and that every
+active namespace holds a ServiceAccount named ``default``: at start for the namespaces
+already stored, when a namespace is created, and again when someone deletes the account. A
+namespace that is terminating gets none (its contents are being removed). Like the real
+controller it is asynchronous: the account appears shortly after its namespace (clients and
+tests poll). Local mode issues no tokens, so the account carries no secrets.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ log = logging.getLogger(__name__)
 NAMESPACES = "core/namespaces"
 ACCOUNTS = "core/serviceaccounts"
 DEFAULT = "default"
+_SYSTEM = ""  # queue item: the namespaces kube-apiserver itself makes
 
 
 class DefaultServiceAccounts:
@@ -35,6 +37,7 @@ class DefaultServiceAccounts:
 
     def start(self) -> None:
         """Queue every stored namespace, follow store events, start the worker."""
+        self._queue.put_nowait(_SYSTEM)
         for ns in self._state.store.select(resource=NAMESPACES):
             self._queue.put_nowait(ns.key.name)
         self._state.store.add_listener(self._on_event)
@@ -69,6 +72,9 @@ class DefaultServiceAccounts:
 
     async def _ensure(self, namespace: str) -> None:
         db = self._state.store
+        if namespace == _SYSTEM:
+            await self._ensure_default_namespace()
+            return
         ns = db.latest(store.Key(resource=NAMESPACES, namespace="", name=namespace))
         if ns is None or ns.obj["metadata"].get("deletionTimestamp"):
             return
@@ -80,3 +86,14 @@ class DefaultServiceAccounts:
         account: dict[str, Any] = {"metadata": {"name": DEFAULT}}
         objects.prepare_create(rt, account, namespace=namespace, now=self._state.clock())
         await db.put(key, account)
+
+    async def _ensure_default_namespace(self) -> None:
+        key = store.Key(resource=NAMESPACES, namespace="", name=DEFAULT)
+        if self._state.store.latest(key) is not None:
+            return
+        rt = self._state.registry.find(group="", version="v1", plural="namespaces")
+        assert rt is not None
+        namespace: dict[str, Any] = {"metadata": {"name": DEFAULT}}
+        objects.prepare_create(rt, namespace, namespace=None, now=self._state.clock())
+        objects.initial_status(rt, namespace)
+        await self._state.store.put(key, namespace)

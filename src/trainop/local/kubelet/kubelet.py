@@ -65,6 +65,7 @@ class KubeletConfig:
     keep_sandboxes: bool = False
     shutdown_grace: float = 5.0
     base_env: Mapping[str, str] | None = None  # default: the kubelet's own environment
+    node_cpus: float | None = None  # the Node's exact cpu capacity (default: ``cpus``)
     exec_wait: float = 60.0  # how long exec waits for a pod or container still starting
     require_binding: bool = False  # run only pods bound to node_name (a scheduler binds them)
     cpus: int | None = None  # the node's CPUs (None: the machine's; ``local up --cpus``)
@@ -143,7 +144,9 @@ class ProcessKubelet:
             self._client,
             name=config.node_name,
             capacity=node.Capacity(
-                self._settings.node.cpus, self._settings.node.memory_bytes, len(devices)
+                config.node_cpus or self._settings.node.cpus,
+                self._settings.node.memory_bytes,
+                len(devices),
             ),
             host_ip=HOST_IP,
             clock=self._clock,

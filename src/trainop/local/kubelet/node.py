@@ -4,7 +4,8 @@ Role: what kubelet's node-status loop does, for the one local node. ``NodeStatus
 the Node at start (creating it, or taking over the one a previous run left) with the machine's
 capacity (``cpu``, ``memory``, ``pods``, ``nvidia.com/gpu`` when GPUs were found, allocatable
 the same), addresses and system info, and then patches its ``Ready`` condition's
-``lastHeartbeatTime`` every ``interval`` seconds (kubelet's 10 s). When the kubelet stops it
+``lastHeartbeatTime`` and renews its Lease in ``kube-node-lease`` every ``interval`` seconds
+(kubelet's 10 s). When the kubelet stops it
 marks ``Ready`` ``Unknown`` (``NodeStatusUnknown``, the node controller's words once the
 heartbeats stop). ``kubectl get nodes`` shows it; a scheduler reads ``status.allocatable``.
 API errors are logged and retried on the next beat: the node never stops pods from running.
@@ -13,6 +14,7 @@ API errors are logged and retried on the next beat: the node never stops pods fr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import platform
@@ -24,11 +26,12 @@ from typing import Any
 from trainop import errors
 from trainop.controller.clock import Clock
 from trainop.kube.client import Client, Obj
-from trainop.kube.resources import Resource
+from trainop.kube.resources import LEASES, NAMESPACES, Resource
 
 log = logging.getLogger(__name__)
 
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+LEASE_NAMESPACE = "kube-node-lease"
 GPU = "nvidia.com/gpu"
 KUBELET_VERSION = "v1.31.0-trainop"
 RUNTIME = "process://trainop"
@@ -41,14 +44,15 @@ EXEC_ANNOTATION = "trainop.io/exec-address"
 class Capacity:
     """What the node offers: CPUs, bytes of memory, GPUs."""
 
-    cpus: int
+    cpus: float
     memory_bytes: int
     gpus: int = 0
 
     def resources(self) -> dict[str, str]:
         """As a Node's ``capacity``/``allocatable`` quantities."""
+        whole = float(self.cpus).is_integer()
         out = {
-            "cpu": str(self.cpus),
+            "cpu": str(int(self.cpus)) if whole else f"{round(self.cpus * 1000)}m",
             "memory": f"{self.memory_bytes // 1024}Ki",
             "pods": str(MAX_PODS),
             "ephemeral-storage": "0",
@@ -212,9 +216,41 @@ class NodeStatus:
             else:
                 await self._patch(now, ready="True")
             self.beats += 1
+            await self._renew_lease(now)
         except errors.ApiError as exc:
             log.warning("could not update node %s: %s", self._name, exc)
             self._since = "" if isinstance(exc, errors.NotFoundError) else self._since
+
+    async def _renew_lease(self, now: datetime) -> None:
+        """The node's Lease in ``kube-node-lease`` (what ``kubectl describe node`` reads)."""
+        renew = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        try:
+            await self._client.patch(
+                LEASES,
+                name=self._name,
+                namespace=LEASE_NAMESPACE,
+                patch={"spec": {"renewTime": renew}},
+            )
+            return
+        except errors.NotFoundError:
+            pass
+        with contextlib.suppress(errors.AlreadyExistsError):
+            await self._client.create(
+                NAMESPACES,
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LEASE_NAMESPACE}},
+            )
+        lease = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": self._name, "namespace": LEASE_NAMESPACE},
+            "spec": {
+                "holderIdentity": self._name,
+                "leaseDurationSeconds": 40,
+                "renewTime": renew,
+            },
+        }
+        with contextlib.suppress(errors.AlreadyExistsError):
+            await self._client.create(LEASES, lease, namespace=LEASE_NAMESPACE)
 
     async def _register(self, now: datetime) -> None:
         node = node_object(
@@ -255,7 +291,7 @@ class NodeStatus:
 
 
 def local_capacity(
-    cpus: int | None = None, memory_bytes: int | None = None, gpus: int = 0
+    cpus: float | None = None, memory_bytes: int | None = None, gpus: int = 0
 ) -> Capacity:
     """This machine's capacity (or the given overrides)."""
     page = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -6,6 +6,7 @@ import asyncio
 
 from trainop.controller.clock import FakeClock
 from trainop.kube.fake import FakeClient
+from trainop.kube.resources import LEASES
 from trainop.local.kubelet import node
 
 
@@ -53,6 +54,9 @@ async def _registered_beats_and_goes_unknown() -> None:
     assert _ready(beat)["lastHeartbeatTime"] == "2026-01-01T00:00:10Z"
     assert _ready(beat)["lastTransitionTime"] == "2026-01-01T00:00:00Z"
     assert status.beats == 2
+    lease = await client.get(LEASES, name="trainop-local", namespace="kube-node-lease")
+    assert lease["spec"]["holderIdentity"] == "trainop-local"
+    assert lease["spec"]["renewTime"] == "2026-01-01T00:00:10.000000Z"
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     stopped = await client.get(node.NODES, name="trainop-local")
@@ -80,3 +84,10 @@ async def _taken_over() -> None:
     assert taken["status"]["capacity"]["cpu"] == "4"
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
+
+
+def test_fractional_cpus_are_millicores() -> None:
+    assert node.Capacity(cpus=2.5, memory_bytes=2048).resources()["cpu"] == "2500m"
+    assert node.Capacity(cpus=4.0, memory_bytes=2048).resources()["cpu"] == "4"
+    assert node.Capacity(cpus=4.0, memory_bytes=2048).resources()["memory"] == "2Ki"
+    assert "nvidia.com/gpu" not in node.Capacity(cpus=1, memory_bytes=0).resources()
