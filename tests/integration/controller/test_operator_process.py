@@ -267,3 +267,38 @@ def test_leader_election_one_reconciles_and_a_standby_takes_over(
         until(lambda: "x1-worker-0" in pods_of(api, "x1"), timeout=20, what="the new leader acts")
     finally:
         second.stop()
+
+
+def test_gang_scheduling_without_its_pod_group_crd_fails_readyz_naming_the_crd(
+    server: RunningServer, api: k8s.ApiClient, tmp_path: Path
+) -> None:
+    """Upstream exits (spec 8.1); trainop stays up, not ready, and creates no pod (005)."""
+    custom(api).create_namespaced_custom_object(
+        "kubeflow.org", "v1", "default", "pytorchjobs", manifest("PyTorchJob", name="nogang")
+    )
+    operator = OperatorProcess(
+        server.kubeconfig,
+        "--enable-scheme",
+        "pytorchjob",
+        "--gang-scheduler-name",
+        "volcano",
+        log=tmp_path / "operator.log",
+    )
+    try:
+        status, body = until(
+            lambda: "PodGroup" in (found := http_get(operator.health_port, "/readyz"))[1] and found,
+            what="/readyz naming the PodGroup CRD",
+        )
+        assert (status, body) == (
+            500,
+            "gang scheduler 'volcano' needs the PodGroup CRD podgroups.scheduling.volcano.sh"
+            " (scheduling.volcano.sh/v1beta1), which is not installed: crd might be missing,"
+            " please install crd; no job is reconciled until it is",
+        )
+        assert http_get(operator.health_port, "/healthz") == (200, "ok")
+        assert pods_of(api, "nogang") == []
+    finally:
+        assert operator.stop() == 0
+        custom(api).delete_namespaced_custom_object(
+            "kubeflow.org", "v1", "default", "pytorchjobs", "nogang"
+        )
