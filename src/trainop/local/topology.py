@@ -66,6 +66,12 @@ async def replica_names(job: Job) -> list[str]:
     return names
 
 
+def replica_count(job: Job) -> int:
+    """How many replicas (ports) the defaulted job asks for, without listing them."""
+    defaulted = apply_defaults(job)
+    return sum(max(replicas_of(defaulted, rt), 0) for rt in defaulted.spec.replica_specs)
+
+
 def needs_ports(job: Job) -> bool:
     """Whether the engine may create this job's pods now (else it allocates nothing)."""
     policy = job.run_policy
@@ -97,8 +103,14 @@ class LocalTopologySource:
         if not needs_ports(job):
             self._release(uid)
             return LoopbackTopology(ports=recorded, address=LOOPBACK)
+        if (total := replica_count(job)) > len(self.pool.ports):  # before any per-replica work
+            self._release(uid)
+            too_many = f"{total} ports needed, the local port range has {len(self.pool.ports)}"
+            exc = portpool.PortsExhaustedError(f"{too_many} ({self.pool.describe})")
+            return self._pending(uid, None, self._no_ports_event(job, exc))
         names = await replica_names(job)
-        kept = {n: p for n, p in recorded.items() if n in names and self.pool.claim(uid, n, p)}
+        wanted = set(names)
+        kept = {n: p for n, p in recorded.items() if n in wanted and self.pool.claim(uid, n, p)}
         missing = [n for n in names if n not in kept]
         if not missing and recorded:
             self._waiting.pop(uid, None)
@@ -112,9 +124,7 @@ class LocalTopologySource:
         try:
             allocated = await self.pool.allocate(uid, missing)
         except portpool.PortsExhaustedError as exc:
-            name = f"{job.kind} {job.metadata.namespace or 'default'}/{job.metadata.name}"
-            event = Event("Warning", "PortAllocationFailed", f"{name} waits for local ports: {exc}")
-            return self._pending(uid, self._retry_after, event)
+            return self._pending(uid, self._retry_after, self._no_ports_event(job, exc))
         self._waiting.pop(uid, None)
         if not allocated:
             return LoopbackTopology(ports=kept, address=LOOPBACK)  # a job without replicas
@@ -136,6 +146,10 @@ class LocalTopologySource:
     def _release(self, uid: str) -> None:
         self.pool.release(uid)
         self._waiting.pop(uid, None)
+
+    def _no_ports_event(self, job: Job, exc: portpool.PortsExhaustedError) -> Event:
+        name = f"{job.kind} {job.metadata.namespace or 'default'}/{job.metadata.name}"
+        return Event("Warning", "PortAllocationFailed", f"{name} waits for local ports: {exc}")
 
     def _pending(self, uid: str, retry_after: timedelta | None, event: Event) -> Pending:
         """Wait; the event only when this job was not already waiting for the same reason."""

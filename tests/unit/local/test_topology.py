@@ -216,3 +216,20 @@ def test_an_invalid_job_allocates_nothing_and_waits_with_the_validation_warning(
         assert ("patch", "pytorchjobs") not in client.calls
 
     asyncio.run(main())
+
+
+def test_a_job_larger_than_the_whole_range_waits_without_listing_its_replicas() -> None:
+    async def main() -> None:
+        client = FakeClient()
+        source = LocalTopologySource(client=client, pool=small_pool(4))
+        raw = await client.create(PYTORCH, workers(1_000_000_000), namespace="default")
+        async with asyncio.timeout(5):
+            waiting = await source.for_job(job=wire.parse_job(raw), raw=raw)
+        assert isinstance(waiting, Pending)
+        assert waiting.retry_after is None, "only a smaller job (or range) can help"
+        assert waiting.event is not None
+        assert waiting.event.reason == "PortAllocationFailed"
+        assert "1000000001 ports needed, the local port range has 4" in waiting.event.message
+        assert source.pool.in_use == 0
+
+    asyncio.run(main())
