@@ -339,3 +339,28 @@ def test_pod_deletion_honours_the_grace_period(client: Client, ns: str) -> None:
     assert client.send("GET", f"{pods}/slow")[0] == 404  # grace 0: gone at once
     assert client.send("DELETE", f"{pods}/quick", query={"gracePeriodSeconds": "0"})[0] == 200
     assert client.send("GET", f"{pods}/quick")[0] == 404
+
+
+def test_events_k8s_io_field_selectors(client: Client, ns: str) -> None:
+    events = f"/apis/events.k8s.io/v1/namespaces/{ns}/events"
+    for name, kind in (("e1", "Pod"), ("e2", "PyTorchJob")):
+        body = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": name},
+            "eventTime": "2026-01-01T00:00:00.000000Z",
+            "reportingController": "trainop.io/kubelet",
+            "reportingInstance": "local",
+            "action": "Started",
+            "reason": "Started",
+            "type": "Normal",
+            "regarding": {"kind": kind, "name": "x", "namespace": ns},
+        }
+        code, got, _ = client.send("POST", events, body)
+        assert code == 201, got
+    code, body, _ = client.send("GET", events, query={"fieldSelector": "regarding.kind=Pod"})
+    assert code == 200, body
+    assert [i["metadata"]["name"] for i in body["items"]] == ["e1"]
+    selector = "reportingController=trainop.io/kubelet,regarding.name=x"
+    code, body, _ = client.send("GET", events, query={"fieldSelector": selector})
+    assert sorted(i["metadata"]["name"] for i in body["items"]) == ["e1", "e2"]

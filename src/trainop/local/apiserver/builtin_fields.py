@@ -32,8 +32,34 @@ def _definitions() -> dict[str, Any]:
 def unknown(definition: str, obj: dict[str, Any]) -> list[str]:
     """Remove fields ``definition`` does not know from ``obj``; their paths, in order."""
     found: list[str] = []
-    _walk({"$ref": _PREFIX + definition}, obj, "", found)
+    _walk(_compiled(_PREFIX + definition), obj, "", found)
     return found
+
+
+class _Node:
+    """One schema node, reduced to what the walk needs; children are compiled on first use."""
+
+    __slots__ = ("extra", "items", "props")
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        props = schema.get("properties")
+        self.props: dict[str, Any] | None = props if isinstance(props, dict) else None
+        extra, items = schema.get("additionalProperties"), schema.get("items")
+        self.extra: dict[str, Any] | None = extra if isinstance(extra, dict) else None
+        self.items: dict[str, Any] | None = items if isinstance(items, dict) else None
+
+
+_NODES: dict[int, _Node] = {}
+
+
+def _compiled(ref_or_schema: str | dict[str, Any]) -> _Node:
+    schema = {"$ref": ref_or_schema} if isinstance(ref_or_schema, str) else ref_or_schema
+    node = _NODES.get(id(schema)) if not isinstance(ref_or_schema, str) else None
+    if node is None:
+        node = _Node(_resolve(schema))
+        if not isinstance(ref_or_schema, str):  # schema dicts live as long as the definitions
+            _NODES[id(schema)] = node
+    return node
 
 
 def _resolve(node: dict[str, Any]) -> dict[str, Any]:
@@ -47,27 +73,28 @@ def _resolve(node: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
-def _walk(schema: dict[str, Any], value: Any, path: str, found: list[str]) -> None:
-    node = _resolve(schema)
+def _walk(node: _Node, value: Any, path: str, found: list[str]) -> None:
     if isinstance(value, dict):
-        props = node.get("properties")
-        if isinstance(props, dict):
+        props = node.props
+        if props is not None:
             for key in list(value):
                 child = f"{path}.{key}" if path else str(key)
-                if key not in props:
+                sub = props.get(key)
+                if sub is None:
                     found.append(child)
                     del value[key]
-                else:
-                    _walk(props[key], value[key], child, found)
+                elif isinstance(value[key], (dict, list)):
+                    _walk(_compiled(sub), value[key], child, found)
             return
-        extra = node.get("additionalProperties")
-        if isinstance(extra, dict):
+        if node.extra is not None:
+            extra = _compiled(node.extra)
             for key, item in value.items():
-                _walk(extra, item, f"{path}[{key}]", found)
-    elif isinstance(value, list):
-        items = node.get("items")
-        if isinstance(items, dict):
-            for index, item in enumerate(value):
+                if isinstance(item, (dict, list)):
+                    _walk(extra, item, f"{path}[{key}]", found)
+    elif isinstance(value, list) and node.items is not None:
+        items = _compiled(node.items)
+        for index, item in enumerate(value):
+            if isinstance(item, (dict, list)):
                 _walk(items, item, f"{path}[{index}]", found)
 
 

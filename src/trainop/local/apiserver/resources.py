@@ -85,13 +85,12 @@ def _core(
 
 
 POD_FIELDS = (*META_FIELDS, "status.phase", "spec.nodeName", "spec.restartPolicy")
-# kube's field labels for core/v1 events (``source`` means ``source.component``).
+_INVOLVED = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
+# kube's field labels for core/v1 events (``source`` means ``source.component``);
+# events.k8s.io/v1 calls ``involvedObject`` ``regarding``.
 EVENT_FIELDS = (
     *META_FIELDS,
-    *(
-        f"involvedObject.{f}"
-        for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
-    ),
+    *(f"involvedObject.{f}" for f in _INVOLVED),
     "reason",
     "reportingComponent",
     "source",
@@ -145,6 +144,13 @@ BUILTIN: tuple[ResourceType, ...] = (
         short_names=("ev",),
         definition="io.k8s.api.events.v1.Event",
         strategic_merge=True,
+        field_labels=(
+            *META_FIELDS,
+            *(f"regarding.{f}" for f in _INVOLVED),
+            "reason",
+            "reportingController",
+            "type",
+        ),
     ),
     ResourceType(
         group="coordination.k8s.io",
