@@ -145,6 +145,7 @@ class _Followers:
         self._started: set[tuple[str, str, int]] = set()
         self._tasks: list[asyncio.Task[None]] = []
         self.fatal: Outcome | None = None
+        self._unschedulable: set[str] = set()
 
     async def watch(self, namespace: str, since: str) -> None:
         async for event in self._client.watch(
@@ -152,9 +153,29 @@ class _Followers:
         ):
             if event.type in ("ADDED", "MODIFIED"):
                 self._follow_new_instances(event.obj)
+                self._report_unschedulable(event.obj)
                 self.fatal = self.fatal or self._fatal(event.obj)
                 if self.fatal is not None:
                     return
+
+    def _report_unschedulable(self, pod: Obj) -> None:
+        """Say once per message why a replica waits for the local scheduler (a job whose
+        replicas never fit would otherwise wait in silence)."""
+        for condition in (pod.get("status") or {}).get("conditions") or []:
+            if condition.get("type") != "PodScheduled" or condition.get("status") != "False":
+                continue
+            replica = pod["metadata"]["name"].removeprefix(f"{self._job}-")
+            message = f"{replica}: {condition.get('message') or condition.get('reason')}"
+            if message not in self._unschedulable:
+                self._unschedulable.add(message)
+                self._reporter.condition(
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": condition.get("reason", ""),
+                        "message": message,
+                    }
+                )
 
     def _fatal(self, pod: Obj) -> Outcome | None:
         status = pod.get("status") or {}

@@ -171,3 +171,16 @@ def test_no_replica_process_outlives_an_interrupted_or_killed_run(
             process.kill()
         for pid in replica_processes(token):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_replica_that_does_not_fit_the_node_is_reported_as_unschedulable(
+    tmp_path: Path,
+) -> None:
+    manifest = job("huge", master=py("print('hi')"), worker=py("print('hi')"))
+    for spec in manifest["spec"]["pytorchReplicaSpecs"].values():
+        resources = {"requests": {"cpu": "1000"}}
+        spec["template"]["spec"]["containers"][0]["resources"] = resources
+    code, output = finish(start(tmp_path, manifest, "--timeout", "8"))
+    assert code == 124, output  # never fits: it waits, as on a cluster, until --timeout
+    assert "master-0: 0/1 nodes are available: 1 Insufficient cpu." in output
+    assert output.count("worker-1: 0/1 nodes") == 1, "each message is said once"
