@@ -285,6 +285,34 @@ def test_orphans_matching_the_selector_are_adopted_and_counted(server: RunningSe
     run_cluster(server, body)
 
 
+def test_an_orphan_appearing_later_is_adopted_without_waiting_for_another_event(
+    server: RunningServer,
+) -> None:
+    """The orphan's own event queues the job its labels name; adopted beyond ``replicas``, it
+    is then deleted as any pod of a removed index (spec 4.5 step 3a)."""
+
+    async def body(cluster: Cluster) -> None:
+        await cluster.create_job(
+            annotate(manifest("PyTorchJob", name="late"), "Master", run_seconds=100_000)
+        )
+        await cluster.until_pods("late", 3, "Running")
+        await cluster.settle()
+        labels = _labels("PyTorchJob", "late", "worker", 2)
+        await cluster.client.create(
+            PODS, _pod("late-worker-2", labels), namespace=cluster.namespace
+        )
+
+        async def gone() -> bool:
+            return await cluster.get(PODS, "late-worker-2") is None
+
+        await eventually(gone, what="the adopted extra pod deleted")
+        await cluster.settle()
+        deleted = await cluster.events("SuccessfulDeletePod")
+        assert [e["message"] for e in deleted] == ["Deleted pod: late-worker-2"]
+
+    run_cluster(server, body)
+
+
 def test_a_pod_whose_labels_no_longer_match_is_released(server: RunningServer) -> None:
     """The controller-ref manager releases what no longer matches: the owner reference is
     removed and the pod is no longer counted (its name stays taken: a foreign object)."""
