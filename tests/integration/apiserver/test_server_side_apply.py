@@ -14,6 +14,8 @@ from typing import Any
 
 import kubernetes
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from lightkube import AsyncClient, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.models.meta_v1 import ObjectMeta
@@ -379,3 +381,67 @@ def test_lightkube_apply_conflict_and_force(api: RunningServer, name: str) -> No
     assert code == 409
     assert message == 'Apply failed with 1 conflict: conflict with "first": .data.k'
     assert data == {"k": "2"}
+
+
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["a", "b", "TCP"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["name", "port", "image", "x"]), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+_FIELDS = ["spec", "data", "metadata", "labels", "ports", "containers", "image", "name", "status"]
+_KINDS = {
+    WIDGETS: ("ssa.example/v1", "Widget"),
+    CMS: ("v1", "ConfigMap"),
+    "/api/v1/namespaces/default/pods": ("v1", "Pod"),
+}
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    target=st.sampled_from(sorted(_KINDS)),
+    edits=st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(_FIELDS), min_size=1, max_size=3),
+            _VALUES,
+            st.sampled_from(["fa", "fb"]),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_no_apply_makes_the_server_fail(
+    raw: Raw, target: str, edits: list[tuple[list[str], Any, str, bool]]
+) -> None:
+    name = f"f-{uuid.uuid4().hex[:8]}"
+    api_version, kind = _KINDS[target]
+    for path, value, manager, force in edits:
+        body: dict[str, Any] = {"apiVersion": api_version, "kind": kind}
+        node = body
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+        meta = body.get("metadata")
+        body["metadata"] = {**(meta if isinstance(meta, dict) else {}), "name": name}
+        code, answer = apply(raw, f"{target}/{name}", body, manager, force=force)
+        assert code < 500, answer
+        if code in (200, 201):
+            again_code, again = apply(raw, f"{target}/{name}", body, manager, force=force)
+            assert again_code == 200, again
+            assert again["metadata"]["resourceVersion"] == answer["metadata"]["resourceVersion"]
+
+
+def test_a_write_whose_only_change_is_pruned_changes_nothing(raw: Raw, name: str) -> None:
+    path = f"{WIDGETS}/{name}"
+    code, made = apply(raw, path, widget(name, image="a"), "alice")
+    assert code == 201
+    pruned = json.dumps({"spec": {"unknown": {"x": 1}}}).encode()
+    code, same = raw.send("PATCH", path, pruned, MERGE)
+    assert code == 200, same
+    assert same["metadata"]["generation"] == 1
+    assert same["metadata"]["resourceVersion"] == made["metadata"]["resourceVersion"]

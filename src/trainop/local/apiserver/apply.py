@@ -194,7 +194,7 @@ def _recorder(plan: Plan, *, now: str) -> writes.Recorder:
         me = replace(plan.me, fields=present)
         if present != plan.me.fields or _without_managed(old) != _without_managed(new):
             me = replace(me, time=now)
-        managedfields.save(new, [*plan.others, me])
+        managedfields.save(new, [*plan.others, me], applier=me)
 
     return record
 

@@ -13,8 +13,9 @@ the controller's and kubelet's own writes cheap.
 
 Invariants: system metadata (name, uid, resourceVersion, ...), ``apiVersion``/``kind`` and,
 where a status subresource exists, ``status`` on the main resource (everything else on
-``/status``) are never owned. An entry with no fields is dropped; an entry's ``time`` changes
-only when its fields do, so a repeated identical write is still a no-op. A request that sends
+``/status``) are never owned. An entry left with no fields is dropped (but for the one an
+apply just wrote); an entry's ``time`` changes only when its manager changed something, so a
+repeated identical write is still a no-op. A request that sends
 ``managedFields: [{}]`` clears them; one that sends none (or ``[]``) keeps the stored ones.
 """
 
@@ -146,10 +147,12 @@ def parse(raw: list[Any]) -> list[Entry]:
     return out
 
 
-def save(obj: dict[str, Any], kept: Iterable[Entry]) -> None:
-    """Write ``kept`` (non-empty entries, in kube's order) into ``obj``'s metadata."""
+def save(obj: dict[str, Any], kept: Iterable[Entry], *, applier: Entry | None = None) -> None:
+    """Write ``kept`` into ``obj``'s metadata in kube's order, dropping entries left with no
+    fields, except ``applier``'s: an apply that owns nothing still applied, and its object
+    must not look never-applied to the next apply."""
     ordered = sorted(
-        (e for e in kept if e.fields),
+        (e for e in kept if e.fields or (applier is not None and e.identity == applier.identity)),
         key=lambda e: (e.operation, e.time, e.manager, e.api_version, e.subresource),
     )
     meta = obj.setdefault("metadata", {})

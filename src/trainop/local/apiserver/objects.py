@@ -129,6 +129,17 @@ def prepare_update(
     return result
 
 
+def settle_generation(old: dict[str, Any], new: dict[str, Any]) -> None:
+    """Undo a ``generation`` bump when admission pruned away the only change (kube drops
+    unknown fields before it compares, so ``spec: {}`` sent to a ConfigMap changes nothing)."""
+    before = old.get("metadata", {}).get("generation")
+    if new.get("metadata", {}).get("generation") != before and not _spec_changed(old, new):
+        if before is None:
+            new["metadata"].pop("generation", None)
+        else:
+            new["metadata"]["generation"] = before
+
+
 def _spec_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
     ignored = ("metadata", "status", "apiVersion", "kind")
     return {k: v for k, v in old.items() if k not in ignored} != {

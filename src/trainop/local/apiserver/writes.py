@@ -214,6 +214,7 @@ async def write(
     new = objects.prepare_update(call.rt, old, obj, subresource=call.subresource)
     deletion.check_new_finalizers(call, old, new)
     warnings = admission.admit(state, call, new, old)
+    objects.settle_generation(old, new)
     new["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
     (record or _recorder(state, call))(old, new)
     if new == old:
