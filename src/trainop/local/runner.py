@@ -29,7 +29,15 @@ from trainop.kube.resources import NAMESPACES, PODS, Resource, job_resource
 DRAIN_SECONDS = 5.0
 # Container failures that no restart can fix on this machine (no image to pull, no retry
 # makes a missing executable or ConfigMap key appear): the run ends at the first one.
-FATAL_REASONS = frozenset({"ContainerCannotRun", "StartError", "CreateContainerConfigError"})
+FATAL_REASONS = frozenset(
+    {
+        "ContainerCannotRun",
+        "StartError",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,8 +192,8 @@ class _Followers:
             *status.get("containerStatuses", []),
         ]:
             states = [  # a start failure is lastState while its container backs off
+                *(container.get("lastState") or {}).values(),  # the runtime's own reason first
                 *(container.get("state") or {}).values(),
-                *(container.get("lastState") or {}).values(),
             ]
             for state in states:
                 if isinstance(state, dict) and state.get("reason") in FATAL_REASONS:

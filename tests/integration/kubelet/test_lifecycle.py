@@ -123,7 +123,9 @@ def test_a_missing_executable_backs_off_in_place_under_on_failure(site: Site) ->
         entry = status["containerStatuses"][0]
         waiting = entry["state"].get("waiting") or {}
         if waiting:  # else between a failed start and its back-off
-            assert waiting["reason"] == "CrashLoopBackOff"
+            assert waiting["reason"] in ("RunContainerError", "CrashLoopBackOff")
+            if waiting["reason"] == "RunContainerError":
+                assert '"/no/such/binary": No such file or directory' in waiting["message"]
         last = entry["lastState"]["terminated"]
         assert (last["reason"], last["exitCode"]) == ("StartError", 128)
         assert '"/no/such/binary": No such file or directory' in last["message"]

@@ -1,7 +1,8 @@
 """Kubelet restart semantics under a local cluster (issue 15 item 1), on a fake clock.
 
 A replica whose container can never start (no command: images are not pulled) under
-``OnFailure`` is restarted in place by the process kubelet with ``CrashLoopBackOff``: its
+``OnFailure`` is restarted in place by the process kubelet: ``CreateContainerError`` with the
+reason for a second after each failed start, then ``CrashLoopBackOff``; its
 ``restartCount`` grows at the back-off rate (10 s, 20 s, 40 s …), the pod stays ``Pending``,
 the job does not fail, and the controller never recreates the pod (before: one pod after
 another at 60 to 100 pods per second).
@@ -63,6 +64,21 @@ def entry(pod: Obj) -> dict[str, Any]:
     return dict(statuses[0])
 
 
+def failed_to_create(count: int) -> Callable[[Obj], bool]:
+    """Just after a failed start: kubelet's CreateContainerError with the reason."""
+
+    def check(pod: Obj) -> bool:
+        found = entry(pod)
+        waiting = (found.get("state") or {}).get("waiting") or {}
+        return (
+            found.get("restartCount") == count
+            and waiting.get("reason") == "CreateContainerError"
+            and "a container needs an explicit command" in waiting.get("message", "")
+        )
+
+    return check
+
+
 def backing_off(count: int, delay: str) -> Callable[[Obj], bool]:
     def check(pod: Obj) -> bool:
         found = entry(pod)
@@ -92,32 +108,41 @@ def test_a_command_less_on_failure_pod_crash_loops_in_place(tmp_path: Path) -> N
             watcher = asyncio.create_task(count_pods())
             try:
                 await client.create(PYTORCH, command_less_job(), namespace="default")
-                pod = await until(client, backing_off(0, "10s"))
+                pod = await until(client, failed_to_create(0))
                 uid = pod["metadata"]["uid"]
-                message = entry(pod)["state"]["waiting"]["message"]
-                assert message == (
-                    f"back-off 10s restarting failed container=pytorch pod={POD}_default({uid})"
-                )
                 last = entry(pod)["lastState"]["terminated"]
                 assert (last["reason"], last["exitCode"]) == ("ContainerCannotRun", 128)
                 assert "a container needs an explicit command" in last["message"]
                 assert pod["status"]["phase"] == "Pending"
+                clock.advance(1.0)  # the next "sync": kubelet's back-off reason
+                pod = await until(client, backing_off(0, "10s"))
+                message = entry(pod)["state"]["waiting"]["message"]
+                assert message == (
+                    f"back-off 10s restarting failed container=pytorch pod={POD}_default({uid})"
+                )
 
-                clock.advance(9.5)  # not yet: the back-off is 10 s
+                clock.advance(8.5)  # 9.5 s after the failure: not yet
                 await asyncio.sleep(0.3)
                 assert entry(await until(client, lambda _: True))["restartCount"] == 0
                 clock.advance(0.5)
+                await until(client, failed_to_create(1))
+                clock.advance(1.0)
                 await until(client, backing_off(1, "20s"))
-                clock.advance(19.0)
+                clock.advance(18.0)
                 await asyncio.sleep(0.3)
                 assert entry(await until(client, lambda _: True))["restartCount"] == 1
                 clock.advance(1.0)
+                await until(client, failed_to_create(2))
+                clock.advance(1.0)
                 await until(client, backing_off(2, "40s"))
-                clock.advance(40.0)
-                await until(client, backing_off(3, "80s"))
-                for expected in (4, 5, 6):  # 80 s, 160 s, then the 300 s ceiling
-                    clock.advance(300.0)
-                    await until(client, lambda p, n=expected: entry(p).get("restartCount") == n)
+                clock.advance(39.0)
+                await until(client, failed_to_create(3))
+                for count, delay in ((3, 80), (4, 160), (5, 300)):  # 300 s: the ceiling
+                    clock.advance(1.0)
+                    await until(client, backing_off(count, f"{delay}s"))
+                    clock.advance(delay - 1.0)
+                    await until(client, failed_to_create(count + 1))
+                clock.advance(1.0)
                 pod = await until(client, backing_off(6, "300s"))
                 assert pod["metadata"]["uid"] == uid
                 assert pod["status"]["phase"] == "Pending"

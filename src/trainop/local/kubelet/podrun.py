@@ -63,6 +63,10 @@ log = logging.getLogger(__name__)
 Raw = dict[str, Any]
 CANNOT_RUN_EXIT_CODE = 128  # what container runtimes report for a container never started
 NO_COMMAND = "images are not pulled in local mode: a container needs an explicit command"
+# After a start failed, the container shows kubelet's error reason (RunContainerError,
+# CreateContainerError) this long, then CrashLoopBackOff for the rest of the back-off: a
+# kubelet shows the error until its next pod sync finds the container backing off.
+SYNC_PERIOD = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +144,7 @@ class PodRun:
         self._ref = PodRef(self.state.namespace, self.state.name, self.state.uid)
         self._init_names = {c.name for c in self.state.init_containers}
         self.lost: list[str] = []  # containers whose process an earlier kubelet lost
+        self._start_errors: dict[str, tuple[str, str]] = {}  # waiting after a failed start
         self._launches: dict[str, Launch] = {}
         self._overlay: overlay.Overlay | None = None
         self._processes: dict[str, asyncio.subprocess.Process] = {}
@@ -332,6 +337,13 @@ class PodRun:
                     return code == 0
                 failures = 1 if ran_for > self._settings.backoff.reset_after else failures + 1
                 delay = self._settings.backoff.delay(failures)
+                start_error = self._start_errors.get(container.name)
+                shown = min(SYNC_PERIOD, delay) if start_error else 0.0
+                if start_error:  # kubelet's first status after it: the error itself
+                    container.wait(*start_error)
+                    self._changed()
+                    if await self._backed_off(shown):
+                        return False
                 container.wait("CrashLoopBackOff", _backoff_message(self, container, delay))
                 self._event(
                     container.name,
@@ -340,7 +352,7 @@ class PodRun:
                     f"Back-off restarting failed container {container.name} in pod {_pod_id(self)}",
                 )
                 self._changed()
-                if await self._backed_off(delay):
+                if await self._backed_off(delay - shown):
                     return False
             return False
         finally:
@@ -350,6 +362,7 @@ class PodRun:
         self, container: ContainerState, launch: Launch, env: dict[str, str], *, init: bool
     ) -> tuple[int, float]:
         oom_before, began = processes.oom_kills(), self._clock.now()
+        self._start_errors.pop(container.name, None)
         try:
             if not launch.argv:
                 raise _NoCommandError(NO_COMMAND)
@@ -386,8 +399,10 @@ class PodRun:
         container runtime reports a container whose start failed; the policy then decides."""
         if isinstance(exc, _NoCommandError):
             reason, message = "ContainerCannotRun", str(exc)
+            self._start_errors[container.name] = ("CreateContainerError", message)
         else:
             reason, message = "StartError", processes.describe_start_error(launch.argv, exc)
+            self._start_errors[container.name] = ("RunContainerError", message)
         ended = self._never_ran(reason, message)
         container.start_failed(ended)
         self._record(container, ended)
