@@ -22,7 +22,9 @@ same registry): ``controller_runtime_reconcile_total{controller,result}`` (resul
 ``workqueue_work_duration_seconds``, ``workqueue_retries_total``,
 ``workqueue_unfinished_work_seconds`` and ``workqueue_longest_running_processor_seconds``
 (label ``name``, the controller's name, e.g. ``pytorchjob-controller``; the last two read at
-scrape time), ``rest_client_requests_total{code,method,host}``, and the ``process_*`` metrics
+scrape time), ``rest_client_requests_total{code,method,host}``,
+``rest_client_request_duration_seconds{verb,host}``, ``leader_election_master_status{name}``
+(with ``--leader-elect``), and the ``process_*`` metrics
 (CPU, memory, file descriptors, start time). Go runtime metrics (``go_*``) have no equivalent.
 trainop's own: ``trainop_reconcile_duration_seconds`` (histogram by kind and outcome),
 ``trainop_workqueue_depth`` (gauge by kind) and ``trainop_api_requests_total`` (by verb and
@@ -49,6 +51,7 @@ _RECONCILE_BUCKETS = (
     *(15, 20, 25, 30, 40, 50, 60),
 )
 _QUEUE_BUCKETS = tuple(10.0**exponent for exponent in range(-8, 4))
+_REST_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
 RECONCILE_RESULTS = ("success", "error", "requeue", "requeue_after")
 
 
@@ -142,6 +145,21 @@ class Metrics:
             "rest_client_requests",
             "Number of HTTP requests, partitioned by status code, method, and host.",
             ("code", "method", "host"),
+            registry=self.registry,
+        )
+        self.rest_client_duration = Histogram(
+            "rest_client_request_duration_seconds",
+            "Request latency in seconds. Broken down by verb, and host.",
+            ("verb", "host"),
+            buckets=_REST_BUCKETS,
+            registry=self.registry,
+        )
+        self.leader_election_status = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+            "backup, 1 indicates master. 'name' is the string used to identify the lease. "
+            "Please make sure to group by name.",
+            ("name",),
             registry=self.registry,
         )
 
@@ -264,9 +282,10 @@ class Metrics:
     def count_request(self, verb: str, resource: str) -> None:
         self.api_requests.labels(verb=verb, resource=resource).inc()
 
-    def count_response(self, code: str, method: str, host: str) -> None:
+    def count_response(self, code: str, method: str, host: str, seconds: float) -> None:
         """One answered (or failed: code ``<error>``) HTTP request, as client-go counts it."""
         self.rest_client_requests.labels(code=code, method=method, host=host).inc()
+        self.rest_client_duration.labels(verb=method, host=host).observe(seconds)
 
     def exposition(self) -> bytes:
         """The text exposition of every metric (what ``/metrics`` returns)."""

@@ -91,7 +91,7 @@ async def run_operator(
     try:
         webhook = await _start_webhook(config, client, clock)
         if config.leader_elect:
-            await _run_as_leader(config, client, clock, manager)
+            await _run_as_leader(config, client, clock, manager, metrics)
         else:
             await manager.run()
     finally:
@@ -130,7 +130,7 @@ async def _start_webhook(
 
 
 async def _run_as_leader(
-    config: OperatorConfig, client: Client, clock: Clock, manager: Manager
+    config: OperatorConfig, client: Client, clock: Clock, manager: Manager, metrics: Metrics
 ) -> None:
     elector = LeaderElector(
         client=client,
@@ -143,7 +143,10 @@ async def _run_as_leader(
         retry_period=config.retry_period,
     )
     log.info("%s waiting for leadership", config.identity)
+    status = metrics.leader_election_status.labels(name=config.leader_election_id)
+    status.set(0)
     await elector.acquire()
+    status.set(1)
     tasks = [asyncio.create_task(manager.run()), asyncio.create_task(elector.hold())]
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -153,4 +156,5 @@ async def _run_as_leader(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        status.set(0)
         await elector.release()

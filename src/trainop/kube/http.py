@@ -10,13 +10,15 @@ mapping; transport failures become ``UnreachableError``. Watches request bookmar
 410 (as an HTTP status or an ``ERROR`` event) as ``GoneError`` for the informer to relist.
 
 ``on_request(verb, plural)`` is called for every request (the API-calls metric);
-``on_response(code, method, host)`` for every answer, with client-go's labels of
-``rest_client_requests_total`` (code ``<error>`` when no answer came).
+``on_response(code, method, host, seconds)`` for every answer, with client-go's labels of
+``rest_client_requests_total`` (code ``<error>`` when no answer came) and the time until the
+answer's headers (``rest_client_request_duration_seconds``).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -37,7 +39,7 @@ _PATCH_CONTENT_TYPES = {
     "strategic": "application/strategic-merge-patch+json",
 }
 RequestHook = Callable[[str, str], None]
-ResponseHook = Callable[[str, str, str], None]
+ResponseHook = Callable[[str, str, str, float], None]
 PODS_PATH = "/api/v1/namespaces/{namespace}/pods/{name}/log"
 
 
@@ -45,8 +47,8 @@ def _ignore(verb: str, plural: str) -> None:
     del verb, plural
 
 
-def _ignore_response(code: str, method: str, host: str) -> None:
-    del code, method, host
+def _ignore_response(code: str, method: str, host: str, seconds: float) -> None:
+    del code, method, host, seconds
 
 
 class HttpClient:
@@ -215,12 +217,13 @@ class HttpClient:
         """The lines of a streamed GET (no read timeout); errors mapped like every call."""
         timeout = httpx2.Timeout(30.0, read=None)
         request = self._http.build_request("GET", path, params=params, timeout=timeout)
+        started = time.perf_counter()
         try:
             response = await self._http.send(request, stream=True)
         except httpx2.TransportError as exc:
-            self._on_response("<error>", "GET", self._host)
+            self._answered("<error>", "GET", started)
             raise errors.UnreachableError(f"{what}: {exc}") from exc
-        self._on_response(str(response.status_code), "GET", self._host)
+        self._answered(str(response.status_code), "GET", started)
         try:
             if response.status_code >= 400:
                 await response.aread()
@@ -234,6 +237,9 @@ class HttpClient:
 
     async def close(self) -> None:
         await self._http.aclose()
+
+    def _answered(self, code: str, method: str, started: float) -> None:
+        self._on_response(code, method, self._host, time.perf_counter() - started)
 
     async def _call(
         self,
@@ -249,14 +255,15 @@ class HttpClient:
         self._on_request(verb, resource.plural)
         content = json.dumps(body).encode() if body is not None else None
         all_headers = {"Content-Type": "application/json", **(headers or {})}
+        started = time.perf_counter()
         try:
             response = await self._http.request(
                 method, path, content=content, params=params, headers=all_headers
             )
         except httpx2.TransportError as exc:
-            self._on_response("<error>", method, self._host)
+            self._answered("<error>", method, started)
             raise errors.UnreachableError(f"{verb} {resource.plural}: {exc}") from exc
-        self._on_response(str(response.status_code), method, self._host)
+        self._answered(str(response.status_code), method, started)
         decoded = _json(response.content)
         if response.status_code >= 400:
             raise error_from_status(response.status_code, decoded, what=f"{verb} {path}")

@@ -428,6 +428,7 @@ def test_operator_serves_controller_runtime_metrics(server: RunningServer, tmp_p
     process = OperatorProcess(
         server.kubeconfig,
         *("--enable-scheme", "pytorchjob", "--namespace", namespace),
+        *("--leader-elect", "--leader-election-namespace", namespace),
         log=tmp_path / "operator.log",
     )
     try:
@@ -480,6 +481,8 @@ def test_operator_serves_controller_runtime_metrics(server: RunningServer, tmp_p
         ):
             assert _value(families, gauge, name=controller) == 0
         assert (_value(families, "process_resident_memory_bytes") or 0) > 0
+        lease = "1ca428e5.training-operator.kubeflow.org"
+        assert _value(families, "leader_election_master_status", name=lease) == 1
         host = urllib.parse.urlsplit(
             yaml.safe_load(server.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
         ).netloc
@@ -488,6 +491,11 @@ def test_operator_serves_controller_runtime_metrics(server: RunningServer, tmp_p
         )
         assert pods_created is not None
         assert pods_created >= 3
+        posts = _value(
+            families, "rest_client_request_duration_seconds_count", verb="POST", host=host
+        )
+        assert posts is not None
+        assert posts >= pods_created
         assert (
             _value(families, "rest_client_requests_total", code="200", method="GET", host=host) or 0
         ) >= 1
