@@ -483,3 +483,37 @@ def test_server_side_apply_takes_the_same_path(raw: Raw) -> None:
     )
     code, status = raw.send("PATCH", path, bomb.encode(), apply)
     assert (code, status["reason"]) == (400, "BadRequest"), status
+
+
+# ---- quantities ------------------------------------------------------------------------------
+
+
+def test_numeric_quantities_are_stored_as_kube_strings(plain: Raw, tmp_path: Path) -> None:
+    resources = {"limits": {"cpu": 1, "memory": 1.5e9}, "requests": {"cpu": 0.5, "memory": "1Gi"}}
+    body = pod(containers=[{"name": "c", "image": "i", "resources": resources}])
+    code, stored = send_json(plain, "POST", PODS, body)
+    assert code == 201, stored
+    assert stored["spec"]["containers"][0]["resources"] == {
+        "limits": {"cpu": "1", "memory": "1500M"},
+        "requests": {"cpu": "500m", "memory": "1Gi"},
+    }
+    patch = {"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": 2}}}]}}
+    strategic = {"Content-Type": "application/strategic-merge-patch+json"}
+    path = f"{PODS}/{body['metadata']['name']}"
+    code, patched = send_json(plain, "PATCH", path, patch, **strategic)
+    assert code in (200, 422), patched  # kube forbids most pod spec updates; never a number
+    if code == 200:
+        assert patched["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "2"
+
+
+def test_the_official_client_lists_pods_with_numeric_quantities(api: RunningServer) -> None:
+    raw = Raw(api)
+    resources = {"limits": {"cpu": 1, "nvidia.com/gpu": 1}, "requests": {"memory": 2**30}}
+    body = pod(containers=[{"name": "c", "image": "i", "resources": resources}])
+    assert send_json(raw, "POST", PODS, body)[0] == 201
+    api_client = k8s_config.new_client_from_config(config_file=str(api.kubeconfig))
+    listed = k8s.CoreV1Api(api_client).list_namespaced_pod("default")
+    api_client.close()
+    mine = [p for p in listed.items if p.metadata.name == body["metadata"]["name"]]
+    limits = mine[0].spec.containers[0].resources.limits
+    assert limits == {"cpu": "1", "nvidia.com/gpu": "1"}
