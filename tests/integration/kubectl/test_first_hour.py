@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -385,3 +386,67 @@ def test_exec_into_a_running_replica(kubectl: Kubectl, ns: str, tmp_path: Path) 
     )
     assert rank == "0 1\n"  # the replica's own environment, as set by the operator
     kubectl.run("delete", "-n", ns, "pytorchjob", "hung", "--wait=false")
+
+
+def _terminal_session(kubeconfig: Path, path: str, typed: list[bytes]) -> str:
+    """Exec with a terminal over v5, type ``typed`` (one message every 0.5 s), return the
+    terminal's output."""
+
+    async def talk() -> str:
+        endpoint = rawhttps.Endpoint.load(kubeconfig)
+        context = tls.client_context(endpoint.ca_pem)
+        url = f"https://{endpoint.host}:{endpoint.port}{path}"
+        headers = {"Authorization": f"Bearer {endpoint.token}"}
+        output = b""
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(
+                url, protocols=("v5.channel.k8s.io",), headers=headers, ssl=context
+            ) as ws,
+        ):
+
+            async def typist() -> None:
+                for keys in typed:
+                    await asyncio.sleep(0.5)
+                    await ws.send_bytes(bytes([0]) + keys)
+
+            typing = asyncio.ensure_future(typist())
+            async for msg in ws:
+                if msg.type == aiohttp.WSMsgType.BINARY and msg.data[0] == 1:
+                    output += msg.data[1:]
+            typing.cancel()
+        return output.decode(errors="replace")
+
+    return asyncio.run(asyncio.wait_for(talk(), timeout=60))
+
+
+def test_control_c_reaches_a_command_on_a_terminal(
+    kubectl: Kubectl, ns: str, tmp_path: Path
+) -> None:
+    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="ctl"), "ctl"))
+    _started(kubectl, ns, "ctl")
+    query = "command=sh&command=-i&stdin=true&stdout=true&tty=true"
+    path = f"/api/v1/namespaces/{ns}/pods/ctl/exec?{query}"
+    typed = [b"sleep 600\r", b"\x03", b"echo after-$((6*7))\r", b"exit\r"]
+    began = time.monotonic()
+    output = _terminal_session(Path(kubectl.env["KUBECONFIG"]), path, typed)
+    assert "after-42" in output  # ^C interrupted the sleep; the shell went on
+    assert time.monotonic() - began < 30
+
+
+def test_a_terminal_session_ends_with_its_container(
+    kubectl: Kubectl, ns: str, tmp_path: Path
+) -> None:
+    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="gone"), "gone"))
+    _started(kubectl, ns, "gone")
+    query = "command=sh&command=-i&stdin=true&stdout=true&tty=true"
+    path = f"/api/v1/namespaces/{ns}/pods/gone/exec?{query}"
+    deleter = threading.Timer(
+        2, kubectl.run, ("delete", "pod", "gone", "-n", ns, "--grace-period=1", "--wait=false")
+    )
+    deleter.start()
+    began = time.monotonic()
+    output = _terminal_session(Path(kubectl.env["KUBECONFIG"]), path, [b"echo still-here\r"])
+    deleter.join()
+    assert "still-here" in output
+    assert time.monotonic() - began < 20  # the shell went with the container, not after 60 s

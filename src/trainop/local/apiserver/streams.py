@@ -31,6 +31,7 @@ import pty
 import socket
 import struct
 import termios
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,6 +46,7 @@ ANNOTATION = "trainop.io/exec-address"
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 _CHUNK = 32 * 1024
+_POLL = 1.0  # seconds between checks that the container still runs
 _DRAIN = 2.0  # seconds to wait for output still in the pipes once the command has exited
 
 PORTFORWARD_UNSUPPORTED = (
@@ -179,9 +181,15 @@ async def exec_(state: ApiState, call: Call) -> web.StreamResponse:
         "pod": call.name or "",
         "container": container,
         "command": command,
+        "tty": session.tty,
     }
+
+    def running() -> bool:
+        stored = state.store.get(call.key())
+        return stored is not None and _is_running(stored.obj, container)
+
     try:
-        result = await session.run(address, request)
+        result = await session.run(address, request, running=running)
         await session.send(ERROR, json.dumps(result).encode())
     finally:
         session.close_fds()
@@ -272,8 +280,14 @@ class _Session:
                 os.close(fd)
         self._theirs.clear()
 
-    async def run(self, address: str, request: dict[str, Any]) -> dict[str, Any]:
-        """Start the command in the kubelet, copy until it ends; the Status to send."""
+    async def run(
+        self, address: str, request: dict[str, Any], *, running: Callable[[], bool]
+    ) -> dict[str, Any]:
+        """Start the command in the kubelet, copy until it ends; the Status to send.
+
+        A command on a terminal has left the container's process group (so that ^C works),
+        so it does not die with the container by itself: once ``running`` says the container
+        has stopped, the kubelet is told to kill it, as the container's end would have."""
         loop = asyncio.get_running_loop()
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -291,13 +305,17 @@ class _Session:
             ]
             feeder = asyncio.ensure_future(self._feed())
             reply = asyncio.ensure_future(_read_reply(conn))
+            watcher = asyncio.ensure_future(_until_stopped(running, conn))
+            pumps.append(watcher)  # cancelled with the pumps
             try:
                 await asyncio.wait([reply, feeder], return_when=asyncio.FIRST_COMPLETED)
                 if not reply.done():  # the client went away: closing the socket kills it
                     return _failure("the client closed the stream")
                 answer = reply.result()
-                if pumps:
-                    await asyncio.wait(pumps, timeout=_DRAIN)
+                watcher.cancel()
+                outputs = [p for p in pumps if p is not watcher]
+                if outputs:
+                    await asyncio.wait(outputs, timeout=_DRAIN)
             finally:
                 for task in (*pumps, feeder, reply):
                     task.cancel()
@@ -360,6 +378,29 @@ class _Session:
             fcntl.ioctl(self._master, termios.TIOCSWINSZ, packed)
         except (ValueError, KeyError, TypeError, OSError, struct.error):
             return
+
+
+def _is_running(pod: dict[str, Any], container: str) -> bool:
+    statuses = [
+        *((pod.get("status") or {}).get("containerStatuses") or []),
+        *((pod.get("status") or {}).get("initContainerStatuses") or []),
+    ]
+    found = next((c for c in statuses if c.get("name") == container), None)
+    return found is None or "running" in (found.get("state") or {})
+
+
+async def _until_stopped(running: Callable[[], bool], conn: socket.socket) -> None:
+    """Poll ``running`` every ``_POLL`` seconds; when it turns False, hang up on the kubelet
+    (half-close: it kills the command and still answers with its exit code)."""
+    was_running = False
+    while True:
+        await asyncio.sleep(_POLL)
+        now_running = running()
+        if was_running and not now_running:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_WR)
+            return
+        was_running = was_running or now_running
 
 
 async def _write_all(fd: int, data: bytes) -> None:

@@ -15,6 +15,10 @@ A pod or container that is still starting is waited for first (``ProcessKubelet`
 ``exec_wait``): an MPI launcher may reach its workers before their processes run.
 If the client goes away first (the connection closes), the command is SIGKILLed. Being in the
 container's group, the command also dies with the container (stop, exit, kubelet death).
+A request with ``"tty": true`` (its stdio a pseudo terminal) instead makes the command a
+session leader with that terminal as its controlling terminal, so ^C reaches it; it then dies
+with its terminal (SIGHUP when the caller closes it), by its group's SIGKILL on hang-up, or
+with the kubelet (its parent-death signal), not by the container's group.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import os
 import signal
 import socket
 import struct
+import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -33,6 +38,23 @@ from typing import Any
 from trainop.local.kubelet import processes
 from trainop.local.kubelet.podrun import Launch
 
+# With ``"tty": true`` the command leads a session whose controlling terminal is its stdin
+# (a pseudo terminal the caller made), so the terminal's signals (^C, ^Z) and job control
+# work; it leaves the container's process group for that, and is killed as a group instead.
+_SESSION_LEADER = [
+    sys.executable,
+    "-I",
+    "-S",
+    "-c",
+    "import fcntl, os, sys, termios\n"
+    "os.setsid()\n"
+    "fcntl.ioctl(0, termios.TIOCSCTTY, 0)\n"
+    "try:\n"
+    "    os.execvp(sys.argv[1], sys.argv[1:])\n"
+    "except OSError as exc:\n"
+    "    sys.stderr.write(f'exec: {sys.argv[1]!r}: {exc.strerror}\\n')\n"
+    "    sys.exit(127)\n",
+]
 Target = Callable[[str, str, str], Awaitable["tuple[Launch, int] | str"]]
 _REQUEST_LIMIT = 1 << 20
 
@@ -111,8 +133,9 @@ class ExecServer:
         if isinstance(found, str):
             return {"error": found}
         launch, group = found
+        tty = request.get("tty") is True
         process = await processes.start(
-            command,
+            [*_SESSION_LEADER, *command] if tty else command,
             env=launch.env,
             cwd=launch.cwd,
             stdin=fds[0],
@@ -123,18 +146,24 @@ class ExecServer:
         for fd in fds:
             os.close(fd)
         fds.clear()
-        return {"exitCode": processes.exit_code(await _wait_or_hang_up(conn, process))}
+        code = await _wait_or_hang_up(conn, process, own_group=tty)
+        return {"exitCode": processes.exit_code(code)}
 
 
-async def _wait_or_hang_up(conn: socket.socket, process: asyncio.subprocess.Process) -> int:
+async def _wait_or_hang_up(
+    conn: socket.socket, process: asyncio.subprocess.Process, *, own_group: bool = False
+) -> int:
     loop = asyncio.get_running_loop()
     exited = asyncio.ensure_future(process.wait())
     hung_up = asyncio.ensure_future(loop.sock_recv(conn, 1))
     try:
         await asyncio.wait([exited, hung_up], return_when=asyncio.FIRST_COMPLETED)
         if not exited.done():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(process.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                if own_group:
+                    os.killpg(process.pid, signal.SIGKILL)
+                else:
+                    os.kill(process.pid, signal.SIGKILL)
         return await exited
     finally:
         hung_up.cancel()
