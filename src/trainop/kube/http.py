@@ -228,7 +228,7 @@ class HttpClient:
             if response.status_code >= 400:
                 await response.aread()
                 raise error_from_status(response.status_code, _json(response.content), what=what)
-            async for line in response.aiter_lines():
+            async for line in _split_lines(response.aiter_bytes()):
                 yield line
         except httpx2.TransportError as exc:
             raise errors.UnreachableError(f"{what}: {exc}") from exc
@@ -286,3 +286,24 @@ def _watch_event(raw: Any, *, what: str) -> WatchEvent:
         status = raw.get("object") or {}
         raise error_from_status(int(status.get("code", 500)), status, what=what)
     return WatchEvent(raw["type"], raw["object"])
+
+
+async def _split_lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
+    """Lines ended by ``\n`` only (a trailing ``\r`` dropped), decoded as UTF-8.
+
+    Watch and log streams end lines with ``\n``; JSON may carry U+0085, U+2028 and U+2029
+    unescaped inside strings, and ``str.splitlines`` (which httpx's ``aiter_lines`` follows)
+    would cut an event there.
+    """
+    pending = bytearray()
+    scanned = 0
+    async for chunk in chunks:
+        pending += chunk
+        start = 0
+        while (end := pending.find(b"\n", max(start, scanned))) >= 0:
+            yield bytes(pending[start:end]).rstrip(b"\r").decode("utf-8", "replace")
+            start = end + 1
+        del pending[:start]
+        scanned = len(pending)
+    if pending:
+        yield bytes(pending).rstrip(b"\r").decode("utf-8", "replace")

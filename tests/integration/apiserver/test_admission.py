@@ -10,6 +10,7 @@ that are too large, too deep or not Unicode are 4xx, never 500 (docs/design/010,
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import copy
 import json
@@ -31,6 +32,8 @@ from tests.unit.api.builders import manifest
 from trainop.api import manifest as wire
 from trainop.api.kinds import KINDS, kind_info
 from trainop.controller import admission as webhook
+from trainop.kube.http import HttpClient
+from trainop.kube.resources import CONFIGMAPS as CONFIGMAP_RESOURCE
 from trainop.local.apiserver import Limits
 
 ALL_KINDS = [info.kind for info in KINDS]
@@ -517,3 +520,25 @@ def test_the_official_client_lists_pods_with_numeric_quantities(api: RunningServ
     mine = [p for p in listed.items if p.metadata.name == body["metadata"]["name"]]
     limits = mine[0].spec.containers[0].resources.limits
     assert limits == {"cpu": "1", "nvidia.com/gpu": "1"}
+
+
+def test_unicode_line_separators_survive_a_watch(api: RunningServer) -> None:
+    """U+0085, U+2028 and U+2029 are characters, not line ends: the controller's watch must
+    not cut an event there (found by the admission fuzz: an image named "\\x85")."""
+    text = "a\x85b\u2028c\u2029d\r\ne"
+    name = unique("u")
+    body = {"metadata": {"name": name}, "data": {"k": text}}
+    assert send_json(Raw(api), "POST", CONFIGMAPS, body)[0] == 201
+
+    async def first_event() -> dict[str, Any]:
+        client = HttpClient.from_kubeconfig(path=str(api.kubeconfig))
+        try:
+            async for event in client.watch(CONFIGMAP_RESOURCE, namespace="default"):
+                if event.obj["metadata"]["name"] == name:
+                    return dict(event.obj)
+        finally:
+            await client.close()
+        raise AssertionError("the watch ended without the ConfigMap")
+
+    found = asyncio.run(asyncio.wait_for(first_event(), timeout=30))
+    assert found["data"]["k"] == text
