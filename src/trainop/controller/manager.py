@@ -5,7 +5,8 @@ Wiring (controller-runtime's, in asyncio):
   scheduler's PodGroups, ConfigMaps/RBAC for MPI, HPAs for PyTorch), label-selected to the
   operator's own objects and indexed by controlling owner (``caches.OwnedObjects``);
 - a job event queues ``<ns>/<name>`` on its kind's queue; an owned-object event queues its
-  controlling owner's key on the owner kind's queue;
+  controlling owner's key on the owner kind's queue, and an ownerless pod or Service labelled
+  for a job (``operator-name``, ``job-name``) that job's key, so it is adopted (``claims``);
 - Events are queued by the reconcilers and sent in the background (``EventRecorder.run``), so
   a reconcile never waits for them;
 - ``threads`` workers per kind take keys and run ``JobReconciler.reconcile``. The error policy
