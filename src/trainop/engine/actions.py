@@ -46,10 +46,14 @@ class Create:
 
     ``reuse_existing``: an object of that name that exists already, even one the job does not
     own, is used as it is (upstream's launcher ServiceAccount), not reported as foreign.
+    ``created`` / ``failed`` (reason, message with ``{error}``) replace the usual outcome
+    events for kinds that word them their own way (upstream's MPI pods).
     """
 
     body: Wire
     reuse_existing: bool = False
+    created: Event | None = None
+    failed: tuple[str, str] | None = None
 
     @property
     def kind(self) -> str:
@@ -61,6 +65,10 @@ class Create:
 
     def outcome_event(self, error: str | None = None) -> Event:
         """The event for this action's result (``error`` is the API error text, if any)."""
+        if error is not None and self.failed is not None:
+            return Event("Warning", self.failed[0], self.failed[1].format(error=error))
+        if error is None and self.created is not None:
+            return self.created
         return _event("Create", self.kind, self.name, error)
 
 

@@ -9,7 +9,7 @@ creation order. Bodies come from ``desired`` (and ``gang.decorate`` under gang s
 from __future__ import annotations
 
 from trainop.engine import desired, gang, naming
-from trainop.engine.actions import Create, Delete, Update, Wire
+from trainop.engine.actions import Create, Delete, Event, Update, Wire
 from trainop.engine.draft import Draft, delete_pod
 from trainop.engine.observed import name_of
 from trainop.frameworks.base import FrameworkOptions, Replica, replicas_of
@@ -89,9 +89,22 @@ def sync_pods(
         )  # fmt: skip
         if scheduler is not None:
             body, more = gang.decorate(draft.job, replica, body, scheduler)
+            wording = draft.framework.pod_wording.get(replica.type)
+            if wording is not None:
+                more = tuple(Event(e.type, wording.scheduler_name_warning, e.message) for e in more)
             warnings += more
-        draft.actions.append(Create(body))
+        draft.actions.append(_pod_create(draft, replica, body))
         draft.events += warnings
+
+
+def _pod_create(draft: Draft, replica: Replica, body: Wire) -> Create:
+    """The pod's Create, with the kind's own wording of its events (MPI) if it has one."""
+    wording = draft.framework.pod_wording.get(replica.type)
+    if wording is None:
+        return Create(body)
+    reason, message = wording.created
+    created = Event("Normal", reason, message.format(name=body["metadata"]["name"]))
+    return Create(body, created=created, failed=wording.create_failed)
 
 
 def sync_services(draft: Draft) -> None:

@@ -18,7 +18,13 @@ from typing import Any
 from trainop.api.types import Job
 from trainop.engine import naming
 from trainop.engine.actions import Event, Wire
-from trainop.frameworks.base import Framework, FrameworkOptions, Replica, containers_of
+from trainop.frameworks.base import (
+    Framework,
+    FrameworkOptions,
+    PodWording,
+    Replica,
+    containers_of,
+)
 from trainop.frameworks.topology import Topology
 
 RESTART_POLICY_WARNING = Event(
@@ -67,12 +73,21 @@ def pod(
     env = [var.to_wire() for var in found]
     for container in _env_targets(framework, containers_of(body)):
         container["env"] = [*(container.get("env") or []), *copy.deepcopy(env)]
-    events = (RESTART_POLICY_WARNING,) if body["spec"].get("restartPolicy") else ()
+    events = (
+        _restart_policy_warnings(framework, replica) if body["spec"].get("restartPolicy") else ()
+    )
     policy = spec.restart_policy or framework.info.default_restart_policy
     body["spec"]["restartPolicy"] = "Never" if policy == "ExitCode" else policy
     if framework.decorate_pod is not None:
         body = framework.decorate_pod(job=job, replica=replica, pod=body, options=options)
     return body, events
+
+
+def _restart_policy_warnings(framework: Framework, replica: Replica) -> tuple[Event, ...]:
+    reason = framework.pod_wording.get(replica.type, PodWording()).restart_policy_warning
+    if reason is None:
+        return ()
+    return (Event("Warning", reason, RESTART_POLICY_WARNING.message),)
 
 
 def service(*, job: Job, framework: Framework, replica: Replica) -> Wire:

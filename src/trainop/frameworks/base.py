@@ -118,6 +118,20 @@ class Messages:
 
 
 @dataclass(frozen=True, slots=True)
+class PodWording:
+    """Events about one replica type's pods that a kind words its own way (upstream's MPI
+    controller): reason and message (``{name}``) of a creation, reason and message
+    (``{error}``) of a failed one, the reason of the warning that the template's
+    ``restartPolicy`` is overridden (None: no warning) and of the warning that the template
+    names another scheduler than the gang scheduler."""
+
+    created: tuple[str, str] = ("SuccessfulCreatePod", "Created pod: {name}")
+    create_failed: tuple[str, str] = ("FailedCreatePod", "Error creating: {error}")
+    restart_policy_warning: str | None = "SetPodTemplateRestartPolicy"
+    scheduler_name_warning: str = "SetPodTemplateSchedulerName"
+
+
+@dataclass(frozen=True, slots=True)
 class PodOutcome:
     """What a success rule may know about one observed pod."""
 
@@ -195,6 +209,8 @@ class Framework:
     # Kinds of extra objects that, when one of that name exists already (whoever made it), are
     # used as they are: upstream's launcher ServiceAccount. Never reported as foreign.
     reused_kinds: tuple[str, ...] = ()
+    # Replica types whose pod events are worded differently (default: ``PodWording()``).
+    pod_wording: AbstractMapping[str, PodWording] = field(default_factory=dict)
 
     @property
     def kind(self) -> str:

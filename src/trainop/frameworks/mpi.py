@@ -11,7 +11,7 @@ from __future__ import annotations
 from trainop.api import kinds
 from trainop.api.types import Job
 from trainop.frameworks import base
-from trainop.frameworks.base import EnvVar, FrameworkOptions, Replica, Wire
+from trainop.frameworks.base import EnvVar, FrameworkOptions, PodWording, Replica, Wire
 from trainop.frameworks.topology import Topology
 
 _CONFIG_VOLUME, _KUBECTL_VOLUME = "mpi-job-config", "mpi-job-kubectl"
@@ -162,4 +162,18 @@ FRAMEWORK = base.Framework(
     creation_order=("Worker", "Launcher"),
     extra_kinds=_OWNED,
     reused_kinds=("ServiceAccount",),
+    pod_wording={
+        "Worker": PodWording(
+            created=("SuccessfulCreatePod", "Created worker pod: {name}"),
+            create_failed=("MPIJobFailed", "worker pod created failed: {error}"),
+            restart_policy_warning=None,
+            scheduler_name_warning="SettedPodTemplateSchedulerName",
+        ),
+        "Launcher": PodWording(
+            created=("MPIJobRunning", "launcher pod created success: {name}"),
+            create_failed=("MPIJobFailed", "launcher pod created failed: {error}"),
+            restart_policy_warning="SettedPodTemplateRestartPolicy",
+            scheduler_name_warning="SettedPodTemplateSchedulerName",
+        ),
+    },
 )

@@ -208,6 +208,49 @@ def test_mpi_scripts_are_byte_identical_to_upstreams(server: RunningServer) -> N
     run_cluster(server, body)
 
 
+def test_mpi_pod_events_are_worded_as_upstreams(server: RunningServer) -> None:
+    """Upstream ``mpijob_controller.go``: workers ``SuccessfulCreatePod`` ``Created worker pod:
+    <name>``, the launcher ``MPIJobRunning`` ``launcher pod created success: <name>``; a
+    template restartPolicy warns ``SettedPodTemplateRestartPolicy`` (sic) for the launcher
+    only. Other kinds keep the common wording (spec 4.6)."""
+
+    async def body(cluster: Cluster) -> None:
+        spec = manifest("MPIJob", name="ev")
+        for replica_type in ("Launcher", "Worker"):
+            replica_spec(spec, replica_type)["template"]["spec"]["restartPolicy"] = "OnFailure"
+        await cluster.create_job(spec)
+        await cluster.until_pods("ev", 3)
+
+        async def messages(reason: str) -> list[tuple[str, str]]:
+            return sorted((e["type"], e["message"]) for e in await cluster.events(reason))
+
+        await eventually(lambda: cluster.events("MPIJobRunning"), what="launcher event")
+        assert await messages("SuccessfulCreatePod") == [
+            ("Normal", "Created worker pod: ev-worker-0"),
+            ("Normal", "Created worker pod: ev-worker-1"),
+        ]
+        assert await messages("MPIJobRunning") == [
+            ("Normal", "launcher pod created success: ev-launcher")
+        ]
+        warning = (
+            "Restart policy in pod template will be overwritten by restart policy in replica spec"
+        )
+        assert await messages("SettedPodTemplateRestartPolicy") == [("Warning", warning)]
+        assert await messages("SetPodTemplateRestartPolicy") == []
+
+        torch = manifest("PyTorchJob", name="tev")
+        replica_spec(torch, "Master")["template"]["spec"]["restartPolicy"] = "OnFailure"
+        await cluster.create_job(torch)
+        await cluster.until_pods("tev", 3)
+        await eventually(
+            lambda: cluster.events("SetPodTemplateRestartPolicy"), what="the common warning"
+        )
+        created = await messages("SuccessfulCreatePod")
+        assert ("Normal", "Created pod: tev-master-0") in created
+
+    run_cluster(server, body)
+
+
 def _with_account(name: str, account: str) -> Obj:
     spec = manifest("MPIJob", name=name)
     replica_spec(spec, "Launcher")["template"]["spec"]["serviceAccountName"] = account
