@@ -21,6 +21,9 @@ from lightkube.core.exceptions import ApiError
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap
 
+from trainop.local.apiserver import apply as apply_module
+from trainop.local.apiserver import fieldsets
+
 from .conftest import RunningServer
 from .test_bad_input import Raw
 from .test_scenarios import CRD as SCENARIO_CRD
@@ -408,7 +411,7 @@ _KINDS = {
         st.tuples(
             st.lists(st.sampled_from(_FIELDS), min_size=1, max_size=3),
             _VALUES,
-            st.sampled_from(["fa", "fb"]),
+            st.sampled_from(["fa", "fb", "merge"]),
             st.booleans(),
         ),
         min_size=1,
@@ -428,9 +431,15 @@ def test_no_apply_makes_the_server_fail(
         node[path[-1]] = value
         meta = body.get("metadata")
         body["metadata"] = {**(meta if isinstance(meta, dict) else {}), "name": name}
+        if manager == "merge":  # an ordinary write by an Update manager
+            where = f"{target}/{name}?fieldManager=fu"
+            code, answer = raw.send("PATCH", where, json.dumps(body).encode(), MERGE)
+            assert code < 500, answer
+            continue
         code, answer = apply(raw, f"{target}/{name}", body, manager, force=force)
         assert code < 500, answer
         if code in (200, 201):
+            _assert_owned_leaves_hold_the_applied_values(answer, body, manager)
             again_code, again = apply(raw, f"{target}/{name}", body, manager, force=force)
             assert again_code == 200, again
             assert again["metadata"]["resourceVersion"] == answer["metadata"]["resourceVersion"]
@@ -445,3 +454,13 @@ def test_a_write_whose_only_change_is_pruned_changes_nothing(raw: Raw, name: str
     assert code == 200, same
     assert same["metadata"]["generation"] == 1
     assert same["metadata"]["resourceVersion"] == made["metadata"]["resourceVersion"]
+
+
+def _assert_owned_leaves_hold_the_applied_values(
+    live: dict[str, Any], body: dict[str, Any], manager: str
+) -> None:
+    entry = next(e for e in live["metadata"]["managedFields"] if e["manager"] == manager)
+    owned = fieldsets.decode(entry["fieldsV1"])
+    for path in owned - fieldsets.ancestors(owned):
+        applied = fieldsets.read(apply_module.decode(json.dumps(body).encode()), path)
+        assert fieldsets.read(live, path) == applied, fieldsets.text(path)
