@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainop.local import schemas
-from trainop.local.apiserver import fieldsets
+from trainop.local.apiserver import fieldsets, shapes
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -44,8 +44,8 @@ SCHEMA: dict[str, Any] = {
         }
     },
 }
-CUSTOM = fieldsets.Shape(schema=SCHEMA, custom=True, root=True)
-BUILTIN = fieldsets.Shape(root=True)
+CUSTOM = shapes.Shape(schema=SCHEMA, custom=True, root=True)
+BUILTIN = shapes.Shape(root=True)
 
 
 def test_members_follow_the_crd_schema() -> None:
@@ -162,7 +162,7 @@ def test_a_created_builtin_object_owns_its_new_maps_but_not_its_structs() -> Non
 
 def test_builtin_kinds_follow_their_published_list_markers() -> None:
     defs = schemas.load_definitions()
-    pod = fieldsets.Shape(schema=defs["io.k8s.api.core.v1.Pod"], root=True, defs=defs)
+    pod = shapes.Shape(schema=defs["io.k8s.api.core.v1.Pod"], root=True, defs=defs)
     value = {
         "metadata": {"labels": {"a": "b"}},
         "spec": {

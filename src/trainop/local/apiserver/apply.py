@@ -5,7 +5,7 @@ The body (YAML, or JSON, which is YAML) is the manager's whole intent for the ob
 
 1. no object yet: create it from the body, the manager owning every field it set;
 2. else merge the body into the live object (maps by key, associative lists by their keys,
-   set-lists by value, everything else replaced; see ``fieldsets.Shape``);
+   set-lists by value, everything else replaced; see ``shapes.Shape``);
 3. a field the body sets to a value other than the live one, owned by another manager, is a
    conflict: 409 with kube's ``Apply failed with N conflict(s)`` message and one
    ``FieldManagerConflict`` cause per field, unless ``force=true``, which takes the fields
@@ -32,7 +32,7 @@ from aiohttp import web
 from trainop.api import manifest
 from trainop.errors import ManifestError
 
-from . import admission, bodies, fieldsets, managedfields, objects, status, writes
+from . import admission, bodies, fieldsets, managedfields, objects, shapes, status, writes
 from .call import ApiState, Call
 from .managedfields import Entry
 
@@ -148,7 +148,7 @@ def merge(
     config: dict[str, Any],
     *,
     call: Call,
-    shape: fieldsets.Shape,
+    shape: shapes.Shape,
     manager: str,
 ) -> Plan:
     """Merge ``config`` into ``live`` for ``manager``; 409 on conflicts unless forced."""
@@ -177,7 +177,7 @@ def _entry(manager: str, call: Call, fields: frozenset[fieldsets.Path]) -> Entry
     )
 
 
-def _before_first_apply(live: dict[str, Any], call: Call, shape: fieldsets.Shape) -> list[Entry]:
+def _before_first_apply(live: dict[str, Any], call: Call, shape: shapes.Shape) -> list[Entry]:
     fields = managedfields.owned(fieldsets.members(live, shape), call.rt, None)
     entry = Entry(BEFORE_FIRST_APPLY, managedfields.UPDATE, call.rt.api_version, fields)
     return [entry] if fields else []
@@ -204,7 +204,7 @@ def _without_managed(obj: dict[str, Any]) -> dict[str, Any]:
     return {**obj, "metadata": meta}
 
 
-def _merge_value(live: Any, config: Any, shape: fieldsets.Shape) -> Any:
+def _merge_value(live: Any, config: Any, shape: shapes.Shape) -> Any:
     if isinstance(live, dict) and isinstance(config, dict) and not shape.is_atomic_map():
         out = dict(live)
         for key, value in config.items():
@@ -216,19 +216,19 @@ def _merge_value(live: Any, config: Any, shape: fieldsets.Shape) -> Any:
                 out[key] = value
         return out
     if isinstance(live, list) and isinstance(config, list):
-        keys = fieldsets.list_kind(shape, live, config)
+        keys = shapes.list_kind(shape, live, config)
         if keys is not None:
             return _merge_list(live, config, shape, keys)
     return config
 
 
 def _merge_list(
-    live: list[Any], config: list[Any], shape: fieldsets.Shape, keys: tuple[str, ...]
+    live: list[Any], config: list[Any], shape: shapes.Shape, keys: tuple[str, ...]
 ) -> list[Any]:
-    index = {fieldsets.element(x, keys): i for i, x in enumerate(live)}
+    index = {shapes.element(x, keys): i for i, x in enumerate(live)}
     out = list(live)
     for item in config:
-        at = index.get(fieldsets.element(item, keys))
+        at = index.get(shapes.element(item, keys))
         if at is None:
             out.append(item)
         else:

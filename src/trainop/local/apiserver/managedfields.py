@@ -28,7 +28,7 @@ from typing import Any
 
 from trainop.local import schemas
 
-from . import fieldsets, resources, status
+from . import fieldsets, resources, shapes, status
 from .call import ApiState, Call
 
 APPLY = "Apply"
@@ -89,16 +89,16 @@ def _definitions() -> dict[str, Any]:
     return schemas.load_definitions()
 
 
-def shape_of(state: ApiState, rt: resources.ResourceType) -> fieldsets.Shape:
+def shape_of(state: ApiState, rt: resources.ResourceType) -> shapes.Shape:
     """The merge shape of ``rt``'s objects: its CRD schema, or the built-in tables."""
     defs = _definitions()
     if rt.custom:
         schema = state.schemas.get((rt.group, rt.version, rt.plural))
         found = schema.schema if schema else None
-        return fieldsets.Shape(schema=found, custom=True, root=True, defs=defs)
+        return shapes.Shape(schema=found, custom=True, root=True, defs=defs)
     if rt.definition is None or rt.definition not in defs:
-        return fieldsets.Shape(root=True)
-    return fieldsets.Shape(schema=defs[rt.definition], root=True, defs=defs)
+        return shapes.Shape(root=True)
+    return shapes.Shape(schema=defs[rt.definition], root=True, defs=defs)
 
 
 def owned(
