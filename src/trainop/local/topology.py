@@ -7,7 +7,9 @@ written to the job's annotation ``local.trainop.dev/ports`` (a JSON map from rep
 port) with a metadata merge patch: metadata only, so the spec and its generation are untouched.
 Every later reconcile, and a restarted controller, reads the same map back and claims it in the
 pool, so the env the engine computes never changes while the job runs; a scale-up adds ports,
-existing replicas keep theirs.
+existing replicas keep theirs. Before its first allocation a source lists every job once and
+claims the ports of those that run, so a restarted controller never gives a new job the port
+of one it has not reconciled yet.
 
 Ports go back to the pool when the job finishes, is suspended or is deleted (``forget``); a
 resumed job claims its recorded ports again, and gets new ones only for those another job took
@@ -21,13 +23,15 @@ No /etc/hosts edits, no string rewriting.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from datetime import timedelta
 
+from trainop import errors
 from trainop.api import validation
 from trainop.api.defaults import apply_defaults
-from trainop.api.kinds import info_of
-from trainop.api.types import MANAGED_BY_TRAINING_OPERATOR, Job
+from trainop.api.kinds import KINDS, info_of
+from trainop.api.types import FAILED, MANAGED_BY_TRAINING_OPERATOR, SUCCEEDED, Job
 from trainop.controller.topologies import Pending
 from trainop.engine import conditions
 from trainop.engine.actions import Event
@@ -95,6 +99,8 @@ class LocalTopologySource:
         self._retry_after = retry_after
         self._uids: dict[str, str] = {}  # kind/namespace/name -> uid holding ports
         self._waiting: dict[str, str] = {}  # uid -> reason of the event it was told it waits for
+        self._warm = asyncio.Lock()
+        self._warmed = False
 
     async def for_job(self, *, job: Job, raw: Obj) -> Topology | Pending | None:
         uid = str(raw["metadata"].get("uid") or _key(job))
@@ -121,6 +127,7 @@ class LocalTopologySource:
             detail = "; ".join(str(p) for p in problems)
             reason, why = f"{job.kind}FailedValidation", f"{job.kind} failed validation because"
             return self._pending(uid, None, Event("Warning", reason, f"{why} {detail}"))
+        await self._claim_recorded()
         try:
             allocated = await self.pool.allocate(uid, missing)
         except portpool.PortsExhaustedError as exc:
@@ -136,6 +143,29 @@ class LocalTopologySource:
         uid = self._uids.pop(f"{kind}/{namespace}/{name}", None)
         if uid is not None:
             self._release(uid)
+
+    async def _claim_recorded(self) -> None:
+        """Before the first allocation: claim the ports every running job recorded, so that a
+        restarted controller never hands out a port a job it has not reconciled yet uses."""
+        async with self._warm:
+            if self._warmed:
+                return
+            for info in KINDS:
+                with contextlib.suppress(errors.ApiError):  # a kind whose CRD is not served
+                    for raw in (await self._client.list(job_resource(info))).items:
+                        self._claim_job(raw)
+            self._warmed = True
+
+    def _claim_job(self, raw: Obj) -> None:
+        spec, status = raw.get("spec") or {}, raw.get("status") or {}
+        if (spec.get("runPolicy") or {}).get("suspend") or raw["metadata"].get("uid") is None:
+            return
+        finished = {SUCCEEDED, FAILED}
+        conditions = status.get("conditions") or []
+        if any(c.get("type") in finished and c.get("status") == "True" for c in conditions):
+            return
+        for name, port in recorded_ports(raw).items():
+            self.pool.claim(str(raw["metadata"]["uid"]), name, port)
 
     def _track(self, key: str, uid: str) -> None:
         previous = self._uids.get(key)

@@ -233,3 +233,23 @@ def test_a_job_larger_than_the_whole_range_waits_without_listing_its_replicas() 
         assert source.pool.in_use == 0
 
     asyncio.run(main())
+
+
+def test_a_restarted_source_never_hands_out_ports_a_running_job_recorded() -> None:
+    async def main() -> None:
+        client = FakeClient()
+        before = LocalTopologySource(client=client, pool=small_pool(5))
+        running = await client.create(PYTORCH, workers(2, name="a"), namespace="default")
+        await before.for_job(job=wire.parse_job(running), raw=running)
+        taken = set(
+            recorded_ports(await client.get(PYTORCH, name="a", namespace="default")).values()
+        )
+        restarted = LocalTopologySource(client=client, pool=small_pool(5))
+        new = await client.create(PYTORCH, workers(1, name="b"), namespace="default")
+        assert await restarted.for_job(job=wire.parse_job(new), raw=new) is None
+        got = set(recorded_ports(await client.get(PYTORCH, name="b", namespace="default")).values())
+        assert not got & taken, "job a, not reconciled yet, keeps its ports"
+        third = await client.create(PYTORCH, workers(1, name="c"), namespace="default")
+        assert isinstance(await restarted.for_job(job=wire.parse_job(third), raw=third), Pending)
+
+    asyncio.run(main())
