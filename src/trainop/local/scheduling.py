@@ -44,6 +44,7 @@ VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 COSCHEDULING_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 DEFAULT_MAX_PODS = 110
 _TERMINAL = ("Succeeded", "Failed")
+_GROUP_DONE = ("Completed", "Finished", "Failed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,9 +330,12 @@ def group_status(flavour: str, group: Obj, pods: list[Obj], decision: Decision) 
     succeeded = phases.count("Succeeded")
     failed = phases.count("Failed")
     bound = sum(1 for p in pods if holds_resources(p) or _key(p) in decision.bind)
+    previous = current.get("phase") or "Pending"
+    active = [p for p in phases if p not in _TERMINAL]
+    if previous in _GROUP_DONE and not active:
+        return current  # finished groups stay so when their pods are cleaned up
     status: dict[str, Any] = {}
     if flavour == VOLCANO:
-        previous = current.get("phase") or "Pending"
         if pods and all(p in _TERMINAL for p in phases) and succeeded >= wanted:
             phase = "Completed"
         elif bound >= wanted:

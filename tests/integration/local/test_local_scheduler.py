@@ -12,7 +12,7 @@ from trainop.api.kinds import kind_info
 from trainop.controller.manager import ManagerOptions
 from trainop.engine.plan import EngineOptions
 from trainop.kube.client import Client
-from trainop.kube.resources import PODS, VOLCANO_PODGROUPS, job_resource
+from trainop.kube.resources import COSCHEDULING_PODGROUPS, PODS, VOLCANO_PODGROUPS, job_resource
 from trainop.local.cluster import ClusterConfig, NodeResources, process_cluster
 
 PYTORCH = job_resource(kind_info("PyTorchJob"))
@@ -165,5 +165,61 @@ def test_a_volcano_gang_that_does_not_fit_stays_pending_then_runs(tmp_path: Path
                 assert found["spec"].get("nodeName") == "trainop-local"
             (tmp_path / "go-gang").touch()
             await until("gang succeeds", lambda: succeeded(client, "gang"))
+
+    asyncio.run(scenario())
+
+
+def test_a_coscheduled_gang_waits_with_its_pods_unbound_then_runs(tmp_path: Path) -> None:
+    engine = EngineOptions(gang_scheduler_name="scheduler-plugins")
+    config = ClusterConfig(state_dir=tmp_path / "state", manager=ManagerOptions(engine=engine))
+    node = NodeResources(cpus=2, gpus=0)
+
+    async def phase(client: Client, name: str) -> str:
+        try:
+            group = await client.get(COSCHEDULING_PODGROUPS, name=name, namespace="default")
+        except errors.NotFoundError:
+            return ""
+        return str((group.get("status") or {}).get("phase") or "")
+
+    async def scenario() -> None:
+        async with process_cluster(config, working_dir=tmp_path, resources=node) as cluster:
+            client = cluster.client
+            await client.create(PYTORCH, job("hog", tmp_path / "go-hog", cpu="1"))
+
+            async def hog_running() -> bool:
+                found = await pod(client, "hog-master-0")
+                return bool(found) and found["status"].get("phase") == "Running"
+
+            await until("hog runs", hog_running)
+            gang = job("gang", tmp_path / "go-gang", cpu="1", workers=1, min_available=2)
+            await client.create(PYTORCH, gang)
+
+            async def gang_waits() -> dict[str, Any] | None:
+                condition = scheduled(await pod(client, "gang-worker-0"))
+                return condition if condition and condition["status"] == "False" else None
+
+            condition = await gang_waits_for(gang_waits)
+            assert condition["reason"] == "Unschedulable"
+            assert "pod group is not ready" in condition["message"]
+
+            async def prescheduling() -> bool:
+                return await phase(client, "gang") == "PreScheduling"
+
+            await until("the PodGroup is PreScheduling", prescheduling)
+            master = await pod(client, "gang-master-0")
+            assert master is not None
+            assert not master["spec"].get("nodeName"), "one of two fits, none is bound"
+
+            (tmp_path / "go-hog").touch()
+
+            async def gang_running() -> bool:
+                return await phase(client, "gang") == "Running"
+
+            await until("the gang runs", gang_running)
+            (tmp_path / "go-gang").touch()
+            await until("gang succeeds", lambda: succeeded(client, "gang"))
+
+    async def gang_waits_for(probe: Any) -> Any:
+        return await until("the gang waits", probe)
 
     asyncio.run(scenario())

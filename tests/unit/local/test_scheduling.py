@@ -127,3 +127,10 @@ def test_an_enqueued_group_reserves_its_resources_from_the_next_group() -> None:
         None,
         "Pending",
     )
+
+
+def test_a_finished_group_stays_finished_when_its_pods_are_cleaned_up() -> None:
+    for flavour, done in ((VOLCANO, "Completed"), (COSCHEDULING, "Finished")):
+        key = (flavour, "default", "g")
+        finished = {key: group("g", 2, done)}
+        assert key not in scheduling.decide(NODE, [], finished).groups
