@@ -204,6 +204,9 @@ def serve_command(
     try:
         privacy.private_state_dir(directory)
         daemon.hold_lock(directory)  # the descriptor stays open, and locked, until we exit
+    except (TrainopError, OSError) as exc:
+        raise click.ClickException(f"the local cluster did not start: {exc}") from exc
+    try:
         code = asyncio.run(_serve_cluster(config, working_dir, node))
     except (TrainopError, OSError) as exc:
         raise click.ClickException(f"the local cluster stopped: {exc}") from exc
