@@ -93,6 +93,7 @@ async def local(
     """A kubelet on a fresh namespace; stopped (with its processes) afterwards."""
     client = HttpClient.from_kubeconfig(path=str(server.kubeconfig))
     namespace = f"k-{uuid.uuid4().hex[:8]}"
+    clock = options.pop("clock", None)  # a FakeClock times the back-offs
     config = KubeletConfig(
         root=root,
         backoff=options.pop("backoff", Backoff(initial=0.05, maximum=0.2)),
@@ -100,7 +101,9 @@ async def local(
         shutdown_grace=1.0,
         **options,
     )
-    kubelet = ProcessKubelet(client=client, config=config, namespace=namespace, logs=logs)
+    kubelet = ProcessKubelet(
+        client=client, config=config, namespace=namespace, logs=logs, clock=clock
+    )
     task = asyncio.create_task(kubelet.run())
     try:
         await client.create(NAMESPACES, {"metadata": {"name": namespace}})
