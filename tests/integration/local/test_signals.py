@@ -167,9 +167,12 @@ def test_a_pid_file_naming_another_process_than_the_lock_holder_is_not_believed(
 ) -> None:
     state = tmp_path / "state"
     state.mkdir()
-    holder = subprocess.Popen(
-        ["flock", "--exclusive", str(state / daemon.PID_FILE), "sleep", "300"],
+    lock = (  # one process holds the lock (flock(1)'s child would outlive a kill of flock)
+        "import fcntl, os, sys, time\n"
+        "fcntl.flock(os.open(sys.argv[1], os.O_CREAT), fcntl.LOCK_EX)\n"
+        "time.sleep(300)"
     )
+    holder = subprocess.Popen([sys.executable, "-c", lock, str(state / daemon.PID_FILE)])
     try:
         until(lambda: daemon.lock_holders(state), timeout=10, what="the lock taken")
         (state / daemon.PID_FILE).write_text(str(unrelated.pid))
