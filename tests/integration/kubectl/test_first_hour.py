@@ -114,7 +114,8 @@ def test_default_service_account(kubectl: Kubectl, ns: str) -> None:
             break
         time.sleep(0.2)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[1].split()[0] == "default"
+    assert done.stdout.splitlines()[0].split() == ["NAME", "SECRETS", "AGE"]
+    assert done.stdout.splitlines()[1].split()[:2] == ["default", "0"]
 
 
 def test_secret_string_data(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
@@ -218,6 +219,9 @@ def test_get_nodes_shows_the_local_node(kubectl: Kubectl) -> None:
     assert capacity["memory"].endswith("Ki")
     described = kubectl.out("describe", "node", "trainop-local")
     assert "KubeletReady" in described
+    assert "HolderIdentity:  trainop-local" in described  # the node's Lease
+    leases = kubectl.out("get", "leases", "-n", "kube-node-lease")
+    assert leases.splitlines()[0].split() == ["NAME", "HOLDER", "AGE"]
 
 
 def test_exec_into_a_running_container(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:

@@ -311,6 +311,15 @@ def _node_row(obj: dict[str, Any], now: datetime) -> Cells:
     ]
 
 
+def _serviceaccount_row(obj: dict[str, Any], now: datetime) -> Cells:
+    return [_meta(obj).get("name", ""), len(obj.get("secrets") or []), age(obj, now)]
+
+
+def _lease_row(obj: dict[str, Any], now: datetime) -> Cells:
+    holder = (obj.get("spec") or {}).get("holderIdentity") or ""
+    return [_meta(obj).get("name", ""), holder, age(obj, now)]
+
+
 NODE_COLUMNS = [
     NAME,
     column("Status", "The status of the node."),
@@ -331,5 +340,13 @@ BUILTIN: dict[str, tuple[list[Column], RowFunction]] = {
     "core/namespaces": ([NAME, column("Status", "The namespace's phase."), AGE], _namespace_row),
     "core/configmaps": ([NAME, DATA, AGE], _configmap_row),
     "core/nodes": (NODE_COLUMNS, _node_row),
+    "core/serviceaccounts": (
+        [NAME, column("Secrets", "The number of secrets.", kind="integer"), AGE],
+        _serviceaccount_row,
+    ),
+    "coordination.k8s.io/leases": (
+        [NAME, column("Holder", "The holder of the lease."), AGE],
+        _lease_row,
+    ),
     "core/secrets": ([NAME, column("Type", "The secret's type."), DATA, AGE], _secret_row),
 }
