@@ -6,6 +6,8 @@ to bind, a ``PodScheduled=False``/``Unschedulable`` condition on each pod that w
 only when its message changes, as kube-scheduler does), and the PodGroups' status. Pods it
 bound are remembered as bound until the informer shows them so (kube-scheduler's "assumed"
 pods), so a pass that runs before the watch catches up never gives the same room twice.
+Events as kube-scheduler records them (source ``default-scheduler``): ``Scheduled`` on a
+binding, a ``FailedScheduling`` Warning each time a waiting pod's message changes.
 
 The process kubelet, configured with ``require_binding``, runs only bound pods. Neighbours:
 ``local.scheduling`` (the decisions), ``local.cluster`` (starts it and serves the PodGroup
@@ -23,15 +25,18 @@ from decimal import Decimal
 from typing import Any
 
 from trainop import errors
+from trainop.controller.clock import LoopClock
 from trainop.kube.client import Obj
 from trainop.kube.http import HttpClient
 from trainop.kube.informer import Handlers, Informer, key_of
 from trainop.kube.resources import COSCHEDULING_PODGROUPS, PODS, VOLCANO_PODGROUPS, Resource
 from trainop.local import scheduling
 from trainop.local.kubelet import gpus as gpu_detection
+from trainop.local.kubelet.events import PodEvents, PodRef
 from trainop.local.scheduling import COSCHEDULING, VOLCANO, Allocatable, GroupKey
 
 log = logging.getLogger(__name__)
+COMPONENT = "default-scheduler"  # what kubectl describe shows under "From"
 
 _GROUP_RESOURCES: dict[str, Resource] = {
     VOLCANO: VOLCANO_PODGROUPS,
@@ -59,6 +64,7 @@ class LocalScheduler:
         self.allocatable = allocatable
         self._node = node_name
         self._wake = asyncio.Event()
+        self.events = PodEvents(client, LoopClock(), node=node_name, component=COMPONENT)
         self._assumed: dict[tuple[str, str], str] = {}  # pod key -> uid bound, not yet seen
         self._pods = Informer(client, PODS, handlers=[Handlers(self._changed)])
         self._groups = {
@@ -84,11 +90,12 @@ class LocalScheduler:
                 await asyncio.sleep(0)  # let this turn's events land first
                 try:
                     await self.schedule_once()
-                except errors.ApiError as exc:
-                    log.warning("scheduling pass failed: %s", exc)
+                except Exception:  # never stop scheduling: the next change retries
+                    log.exception("scheduling pass failed")
                     self._wake.set()
                     await asyncio.sleep(1.0)
         finally:
+            self.events.cancel()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -138,6 +145,8 @@ class LocalScheduler:
             log.debug("binding %s/%s: %s", namespace, name, exc)
             return
         self._assumed[(namespace, name)] = uid
+        message = f"Successfully assigned {namespace}/{name} to {self._node}"
+        self.events.record(PodRef(namespace, name, uid), "", "Normal", "Scheduled", message)
 
     async def _mark_unschedulable(self, pod: Obj, message: str) -> None:
         status = pod.get("status") or {}
@@ -171,6 +180,9 @@ class LocalScheduler:
             )
         except (errors.ConflictError, errors.NotFoundError) as exc:
             log.debug("pod %s/%s status: %s", namespace, name, exc)
+            return
+        ref = PodRef(namespace, name, str(pod["metadata"].get("uid") or ""))
+        self.events.record(ref, "", "Warning", "FailedScheduling", message)
 
     async def _write_group(self, key: GroupKey, group: Obj, status: dict[str, Any]) -> None:
         current = group.get("status") or {}

@@ -12,7 +12,13 @@ from trainop.api.kinds import kind_info
 from trainop.controller.manager import ManagerOptions
 from trainop.engine.plan import EngineOptions
 from trainop.kube.client import Client
-from trainop.kube.resources import COSCHEDULING_PODGROUPS, PODS, VOLCANO_PODGROUPS, job_resource
+from trainop.kube.resources import (
+    COSCHEDULING_PODGROUPS,
+    EVENTS,
+    PODS,
+    VOLCANO_PODGROUPS,
+    job_resource,
+)
 from trainop.local.cluster import ClusterConfig, NodeResources, process_cluster
 
 PYTORCH = job_resource(kind_info("PyTorchJob"))
@@ -103,6 +109,20 @@ def test_a_second_job_asking_for_all_cpus_waits_until_the_first_finishes(tmp_pat
             assert not waiting["spec"].get("nodeName")
             assert waiting["status"]["phase"] == "Pending"
             assert not waiting["status"].get("containerStatuses")  # nothing started
+
+            async def failed_scheduling() -> list[Any]:
+                listed = await client.list(EVENTS, namespace="default")
+                return [
+                    e
+                    for e in listed.items
+                    if e["involvedObject"]["name"] == "second-master-0"
+                    and e["reason"] == "FailedScheduling"
+                ]
+
+            (event,) = await until("a FailedScheduling event", failed_scheduling)
+            assert event["type"] == "Warning"
+            assert event["source"]["component"] == "default-scheduler"
+            assert event["message"] == "0/1 nodes are available: 1 Insufficient cpu."
 
             (tmp_path / "go-first").touch()
             await until("first succeeds", lambda: succeeded(client, "first"))

@@ -51,8 +51,17 @@ class _Stored:
 class PodEvents:
     """Records kubelet Events (see the module docstring)."""
 
-    def __init__(self, client: Client, clock: Clock, *, node: str, max_queued: int = 1000) -> None:
+    def __init__(
+        self,
+        client: Client,
+        clock: Clock,
+        *,
+        node: str,
+        max_queued: int = 1000,
+        component: str = COMPONENT,
+    ) -> None:
         self._client, self._clock, self._node = client, clock, node
+        self._component = component
         self._max_queued = max_queued
         self._queue: deque[tuple[tuple[str, ...], Obj]] = deque()
         self._stored: dict[tuple[str, ...], _Stored] = {}
@@ -95,8 +104,8 @@ class PodEvents:
             "reason": reason,
             "message": message,
             "type": type_,
-            "source": {"component": COMPONENT, "host": self._node},
-            "reportingComponent": COMPONENT,
+            "source": {"component": self._component, "host": self._node},
+            "reportingComponent": self._component,
             "reportingInstance": self._node,
             "firstTimestamp": stamp,
             "lastTimestamp": stamp,
