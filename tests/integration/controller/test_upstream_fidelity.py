@@ -224,18 +224,30 @@ def test_mpi_pod_events_are_worded_as_upstreams(server: RunningServer) -> None:
         async def messages(reason: str) -> list[tuple[str, str]]:
             return sorted((e["type"], e["message"]) for e in await cluster.events(reason))
 
-        await eventually(lambda: cluster.events("MPIJobRunning"), what="launcher event")
-        assert await messages("SuccessfulCreatePod") == [
-            ("Normal", "Created worker pod: ev-worker-0"),
-            ("Normal", "Created worker pod: ev-worker-1"),
-        ]
-        assert await messages("MPIJobRunning") == [
-            ("Normal", "launcher pod created success: ev-launcher")
-        ]
+        async def until_messages(reason: str, wanted: list[tuple[str, str]]) -> None:
+            async def probe() -> bool:
+                return await messages(reason) == wanted
+
+            try:
+                await eventually(probe, what=f"{reason} events", timeout=10)
+            except AssertionError:
+                raise AssertionError(f"{reason}: {await messages(reason)}") from None
+
+        await until_messages(
+            "SuccessfulCreatePod",
+            [
+                ("Normal", "Created worker pod: ev-worker-0"),
+                ("Normal", "Created worker pod: ev-worker-1"),
+            ],
+        )
+        await until_messages(
+            "MPIJobRunning", [("Normal", "launcher pod created success: ev-launcher")]
+        )
         warning = (
             "Restart policy in pod template will be overwritten by restart policy in replica spec"
         )
-        assert await messages("SettedPodTemplateRestartPolicy") == [("Warning", warning)]
+        await until_messages("SettedPodTemplateRestartPolicy", [("Warning", warning)])
+        await cluster.settle()
         assert await messages("SetPodTemplateRestartPolicy") == []
 
         torch = manifest("PyTorchJob", name="tev")
@@ -245,8 +257,11 @@ def test_mpi_pod_events_are_worded_as_upstreams(server: RunningServer) -> None:
         await eventually(
             lambda: cluster.events("SetPodTemplateRestartPolicy"), what="the common warning"
         )
-        created = await messages("SuccessfulCreatePod")
-        assert ("Normal", "Created pod: tev-master-0") in created
+
+        async def common_wording() -> bool:
+            return ("Normal", "Created pod: tev-master-0") in await messages("SuccessfulCreatePod")
+
+        await eventually(common_wording, what="Created pod: tev-master-0", timeout=10)
 
     run_cluster(server, body)
 
