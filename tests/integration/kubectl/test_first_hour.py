@@ -454,3 +454,13 @@ def test_a_terminal_session_ends_with_its_container(
     deleter.join()
     assert "still-here" in output
     assert time.monotonic() - began < 20  # the shell went with the container, not after 60 s
+
+
+def test_create_token_says_local_mode_issues_none(kubectl: Kubectl, ns: str) -> None:
+    deadline = time.monotonic() + 20
+    while kubectl.run("get", "sa", "default", "-n", ns, check=False).returncode != 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    done = kubectl.run("create", "token", "default", "-n", ns, check=False)
+    assert done.returncode == 1
+    assert "service account tokens are not issued in local mode" in done.stderr

@@ -97,9 +97,16 @@ def _entries(rt: resources.ResourceType) -> list[dict[str, Any]]:
         verbs = {
             "log": ["get"],
             "binding": ["create"],
+            "token": ["create"],
             **{key: ["create", "get"] for key in STREAMS},
         }.get(sub, ["get", "patch", "update"])
-        kind = {"scale": "Scale", "log": "Pod", "binding": "Binding", **STREAMS}.get(sub, rt.kind)
+        kind = {
+            "scale": "Scale",
+            "log": "Pod",
+            "binding": "Binding",
+            "token": "TokenRequest",
+            **STREAMS,
+        }.get(sub, rt.kind)
         entry: dict[str, Any] = {
             "name": f"{rt.plural}/{sub}",
             "singularName": "",
@@ -109,5 +116,7 @@ def _entries(rt: resources.ResourceType) -> list[dict[str, Any]]:
         }
         if sub == "scale":
             entry.update(group="autoscaling", version="v1")
+        if sub == "token":
+            entry.update(group="authentication.k8s.io", version="v1")
         out.append(entry)
     return out

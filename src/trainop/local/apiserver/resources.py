@@ -127,7 +127,7 @@ BUILTIN: tuple[ResourceType, ...] = (
     _core("endpoints", "Endpoints", short=("ep",)),
     _core("configmaps", "ConfigMap", short=("cm",)),
     _core("secrets", "Secret", fields=(*META_FIELDS, "type")),
-    _core("serviceaccounts", "ServiceAccount", short=("sa",)),
+    _core("serviceaccounts", "ServiceAccount", short=("sa",), sub=("token",)),
     _core(
         "events",
         "Event",

@@ -254,6 +254,10 @@ class ApiServer:
             if method != "GET":
                 raise status.method_not_allowed(method.lower(), call.rt)
             return logs.serve
+        if call.subresource == "token":
+            raise status.RequestError(
+                streams.TOKEN_UNSUPPORTED, status=405, reason="MethodNotAllowed"
+            )
         if call.subresource in STREAMING:
             if method not in ("GET", "POST"):
                 raise status.method_not_allowed(method.lower(), call.rt)

@@ -54,6 +54,10 @@ PORTFORWARD_UNSUPPORTED = (
     "interface, connect to the port directly (see the pod's TRAINOP_* environment or its "
     "Service)"
 )
+TOKEN_UNSUPPORTED = (
+    "service account tokens are not issued in local mode: there is one principal, and the "
+    "kubeconfig's token is its credential"
+)
 SPDY_UNSUPPORTED = (
     "only WebSocket streaming (v5.channel.k8s.io, v4.channel.k8s.io) is supported in local "
     "mode; SPDY is not: use kubectl 1.30 or newer"
