@@ -88,4 +88,15 @@ def prepare(sandbox: Path, *, site_dirs: list[str] | None = None) -> Overlay:
         launcher = overlay.bin / name
         launcher.write_text(f"#!{overlay.python}\n{_PIP}")
         launcher.chmod(0o700)
+    _private(overlay.root)
     return overlay
+
+
+def _private(root: Path) -> None:
+    """The state directory is private (note 080): ``venv`` copies its scripts with the
+    standard library's modes (0644); keep only the owner's bits, symlinks untouched."""
+    for directory, _, files in os.walk(root):
+        for name in files:
+            path = Path(directory) / name
+            if not path.is_symlink():
+                path.chmod(path.lstat().st_mode & 0o700)
