@@ -126,6 +126,7 @@ class JobReconciler:
         for action in [*others, *pods]:
             if not self.claims.blocks(raw, action):
                 await self._apply(raw, action)
+            await asyncio.sleep(0)  # a client that answers at once must not hold the loop
         if writes_status and not status_first:
             await self._write_status(raw, job, plan.status)
         for event in plan.events:
