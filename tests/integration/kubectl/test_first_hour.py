@@ -76,6 +76,8 @@ def test_describe_and_events_show_the_jobs_events(
     kubectl.run("create", "-n", ns, "-f", _write(tmp_path, json.dumps(event), "event.json"))
     pod = kubectl.out("describe", "-n", ns, "pod", "quick-master-0")
     assert "HandWritten" in pod.split("Events:", 1)[1]
+    for reason in ("Scheduled", "Created", "Started"):  # the scheduler's and kubelet's own
+        assert reason in pod.split("Events:", 1)[1], pod
     assert "SuccessfulCreatePod" not in pod.split("Events:", 1)[1]
     warnings = kubectl.out("events", "-n", ns, "--types=Warning")
     assert "HandWritten" in warnings
