@@ -253,7 +253,7 @@ def test_cp_rides_on_exec(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
     kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="cpbox"), "cpbox"))
     _started(kubectl, ns, "cpbox")
     source = tmp_path / "source.txt"
-    source.write_text("payload\n" * 1000)
+    source.write_text("".join(f"payload {i}\n" for i in range(400_000)))  # ~5 MB
     inside = tmp_path / "inside"
     inside.mkdir()
     kubectl.run("cp", str(source), f"{ns}/cpbox:{inside}/copied.txt")
