@@ -172,17 +172,27 @@ BUILTIN: tuple[ResourceType, ...] = (
         subresources=("status",),
         definition="io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler",
     ),
+    # Stored as data only: local mode enforces no RBAC and calls no admission webhooks (its
+    # rules run in-process), so applying an install manifest's RBAC and webhook configuration
+    # changes nothing about what any client may do; they are served so that it applies.
     *(
         ResourceType(
-            group="rbac.authorization.k8s.io",
+            group=group,
             version="v1",
             plural=f"{kind.lower()}s",
             singular=kind.lower(),
             kind=kind,
-            namespaced=True,
-            definition=f"io.k8s.api.rbac.v1.{kind}",
+            namespaced=namespaced,
+            definition=f"io.k8s.api.{group.split('.')[0]}.v1.{kind}",
         )
-        for kind in ("Role", "RoleBinding")  # stored only: local mode enforces no RBAC
+        for group, kind, namespaced in (
+            ("rbac.authorization.k8s.io", "Role", True),
+            ("rbac.authorization.k8s.io", "RoleBinding", True),
+            ("rbac.authorization.k8s.io", "ClusterRole", False),
+            ("rbac.authorization.k8s.io", "ClusterRoleBinding", False),
+            ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration", False),
+            ("admissionregistration.k8s.io", "MutatingWebhookConfiguration", False),
+        )
     ),
     *(
         ResourceType(
@@ -228,10 +238,10 @@ def _unserved(kind: str, short: tuple[str, ...]) -> ResourceType:
         short_names=short,
         definition=f"io.k8s.api.apps.v1.{kind}",
         unserved=(
-            f"{kind}s are not served in local mode: trainop runs training jobs (PyTorchJob, "
-            "TFJob, MPIJob, ...) and the pods, services, config maps and secrets they use, "
-            f"and has no controller that would run a {kind}'s pods; run a training job, or "
-            "use a Kubernetes cluster"
+            f"{kind}s are not served in local mode: trainop local runs the training operator "
+            f"itself and has no controller that would run a {kind}'s pods (the other objects "
+            "of an apply are not affected); run training jobs (PyTorchJob, TFJob, MPIJob, ...) "
+            "here, or use a Kubernetes cluster"
         ),
     )
 
