@@ -111,7 +111,7 @@ def operator(**flags: object) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     quiet_request_logs(level)
     try:
-        asyncio.run(_serve(_config(flags)))
+        asyncio.run(_serve(config_from_flags(flags)))
     except errors.TrainopError as exc:
         raise click.ClickException(str(exc)) from exc
 
@@ -127,7 +127,8 @@ def quiet_request_logs(level: int) -> None:
     )
 
 
-def _config(flags: dict[str, object]) -> OperatorConfig:
+def config_from_flags(flags: dict[str, object]) -> OperatorConfig:
+    """The operator configuration its parsed flags (and environment) describe."""
     frameworks = FrameworkOptions(
         pytorch_init_container_image=str(flags["pytorch_init_container_image"]),
         pytorch_init_container_max_tries=int(str(flags["pytorch_init_container_max_tries"])),

@@ -44,7 +44,7 @@ from tests.integration.controller.operator_process import (
 from tests.unit.api.builders import manifest
 from trainop import errors
 from trainop.api.kinds import KINDS
-from trainop.cli.operator import _config, operator
+from trainop.cli.operator import config_from_flags, operator
 from trainop.controller.manager import ManagerOptions
 from trainop.kube.client import Obj
 from trainop.kube.resources import CONFIGMAPS, ROLEBINDINGS, SERVICEACCOUNTS
@@ -356,7 +356,7 @@ def test_mxjob_accepts_any_job_mode_string(server: RunningServer, mode: str) -> 
 def _operator_options(*args: str) -> ManagerOptions:
     """The manager options ``trainop operator`` builds from these flags."""
     context = operator.make_context("operator", list(args))
-    return _config(context.params).manager
+    return config_from_flags(context.params).manager
 
 
 def _init_containers(pods: dict[str, Obj]) -> list[Obj]:
