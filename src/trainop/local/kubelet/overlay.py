@@ -80,23 +80,35 @@ def prepare(sandbox: Path, *, site_dirs: list[str] | None = None) -> Overlay:
     overlay = Overlay(sandbox / _DIR)
     if (overlay.root / "pyvenv.cfg").exists() and (overlay.site_packages / _PTH).exists():
         return overlay
-    venv.EnvBuilder(symlinks=True, with_pip=False, clear=True).create(overlay.root)
+    _Builder(symlinks=True, with_pip=False, clear=True).create(overlay.root)
     overlay.site_packages.mkdir(parents=True, exist_ok=True)
     lines = [f"import site; site.addsitedir({d!r})" for d in (site_dirs or host_site_dirs())]
     (overlay.site_packages / _PTH).write_text("\n".join(lines) + "\n")
     for name in ("pip", "pip3"):
         launcher = overlay.bin / name
         launcher.write_text(f"#!{overlay.python}\n{_PIP}")
-        launcher.chmod(0o700)
     _private(overlay.root)
+    for name in ("pip", "pip3"):
+        (overlay.bin / name).chmod(0o700)
     return overlay
 
 
+class _Builder(venv.EnvBuilder):
+    """A venv without activation scripts (nothing sources them; they would be world-readable)."""
+
+    def setup_scripts(self, context: object) -> None:
+        return
+
+
 def _private(root: Path) -> None:
-    """The state directory is private (note 080): ``venv`` copies its scripts with the
-    standard library's modes (0644); keep only the owner's bits, symlinks untouched."""
-    for directory, _, files in os.walk(root):
+    """Directories 0700, files 0600, like the rest of the sandbox (note 080)."""
+    root.chmod(0o700)
+    for directory, dirs, files in os.walk(root):
+        for name in dirs:
+            path = Path(directory) / name
+            if not path.is_symlink():
+                path.chmod(0o700)
         for name in files:
             path = Path(directory) / name
             if not path.is_symlink():
-                path.chmod(path.lstat().st_mode & 0o700)
+                path.chmod(0o600)
