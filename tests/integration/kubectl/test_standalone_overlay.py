@@ -49,3 +49,15 @@ def test_the_readme_install_applies_all_but_the_deployment(kubectl: Kubectl) -> 
             continue
         assert got.returncode == 0, (obj["kind"], meta["name"], got.stderr)
         assert json.loads(got.stdout)["metadata"]["name"] == meta["name"]
+    # stored only, but printed with kube's columns
+    roles = kubectl.out("get", "clusterroles", "training-operator").splitlines()
+    assert roles[0].split() == ["NAME", "CREATED", "AT"]
+    assert roles[1].split()[1].endswith("Z")  # an RFC 3339 time, not an age
+    bindings = kubectl.out("get", "rolebindings", "-n", "kubeflow", "-o", "wide").splitlines()
+    assert bindings[0].split() == ["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"]
+    row = bindings[1].split()
+    assert (row[1], row[-1]) == ("Role/training-operator", "kubeflow/training-operator")
+    hooks = kubectl.out("get", "validatingwebhookconfigurations").splitlines()
+    assert hooks[0].split() == ["NAME", "WEBHOOKS", "AGE"]
+    webhooks = next(o for o in expected if o["kind"] == "ValidatingWebhookConfiguration")
+    assert hooks[1].split()[1] == str(len(webhooks["webhooks"]))

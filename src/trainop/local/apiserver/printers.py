@@ -320,6 +320,51 @@ def _lease_row(obj: dict[str, Any], now: datetime) -> Cells:
     return [_meta(obj).get("name", ""), holder, age(obj, now)]
 
 
+def _role_row(obj: dict[str, Any], now: datetime) -> Cells:
+    return [_meta(obj).get("name", ""), _meta(obj).get("creationTimestamp") or ""]
+
+
+def _binding_row(obj: dict[str, Any], now: datetime) -> Cells:
+    ref = obj.get("roleRef") or {}
+    found: dict[str, list[str]] = {"User": [], "Group": [], "ServiceAccount": []}
+    for subject in obj.get("subjects") or []:
+        name = subject.get("name") or ""
+        if subject.get("kind") == "ServiceAccount" and subject.get("namespace"):
+            name = f"{subject['namespace']}/{name}"
+        found.setdefault(subject.get("kind") or "", []).append(name)
+    return [
+        _meta(obj).get("name", ""),
+        f"{ref.get('kind', '')}/{ref.get('name', '')}",
+        age(obj, now),
+        *(", ".join(found[kind]) for kind in ("User", "Group", "ServiceAccount")),
+    ]
+
+
+def _webhooks_row(obj: dict[str, Any], now: datetime) -> Cells:
+    return [_meta(obj).get("name", ""), len(obj.get("webhooks") or []), age(obj, now)]
+
+
+ROLE_PRINTER: tuple[list[Column], RowFunction] = (
+    [NAME, column("Created At", "The time the role was created.", kind="date")],
+    _role_row,
+)
+BINDING_PRINTER: tuple[list[Column], RowFunction] = (
+    [
+        NAME,
+        column("Role", "The role the binding grants (Kind/name)."),
+        AGE,
+        column("Users", "The users the binding names.", priority=1),
+        column("Groups", "The groups the binding names.", priority=1),
+        column("ServiceAccounts", "The service accounts the binding names.", priority=1),
+    ],
+    _binding_row,
+)
+WEBHOOKS_PRINTER: tuple[list[Column], RowFunction] = (
+    [NAME, column("Webhooks", "The number of webhooks.", kind="integer"), AGE],
+    _webhooks_row,
+)
+
+
 NODE_COLUMNS = [
     NAME,
     column("Status", "The status of the node."),
@@ -349,4 +394,11 @@ BUILTIN: dict[str, tuple[list[Column], RowFunction]] = {
         _lease_row,
     ),
     "core/secrets": ([NAME, column("Type", "The secret's type."), DATA, AGE], _secret_row),
+    # stored only (see resources.BUILTIN), printed as kube prints them
+    "rbac.authorization.k8s.io/roles": ROLE_PRINTER,
+    "rbac.authorization.k8s.io/clusterroles": ROLE_PRINTER,
+    "rbac.authorization.k8s.io/rolebindings": BINDING_PRINTER,
+    "rbac.authorization.k8s.io/clusterrolebindings": BINDING_PRINTER,
+    "admissionregistration.k8s.io/validatingwebhookconfigurations": WEBHOOKS_PRINTER,
+    "admissionregistration.k8s.io/mutatingwebhookconfigurations": WEBHOOKS_PRINTER,
 }
