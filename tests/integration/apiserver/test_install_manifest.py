@@ -104,3 +104,26 @@ def test_server_side_apply_of_the_install_stores_all_but_the_deployment(client: 
         assert code == 200, (obj["kind"], got)
         assert got["kind"] == obj["kind"]
         assert got["metadata"]["name"] == meta["name"]
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        ("/apis/apps/v1/namespaces/default/deployments", "Deployment"),
+        ("/apis/batch/v1/namespaces/default/jobs", "Job"),
+        ("/apis/batch/v1/namespaces/default/cronjobs", "CronJob"),
+    ],
+)
+def test_workload_kinds_local_mode_does_not_run_get_a_405_status(
+    client: Client, path: str, kind: str
+) -> None:
+    group_version = path.split("/namespaces/")[0]
+    code, listing = client.send("GET", group_version)
+    assert code == 200
+    assert kind in {r["kind"] for r in listing["resources"]}  # discoverable: kubectl asks
+    body = json.dumps({"apiVersion": group_version[6:], "kind": kind, "metadata": {"name": "x"}})
+    for method, where, data in (("POST", path, body.encode()), ("GET", path, None)):
+        code, answer = client.send(method, where, data, "application/json" if data else "")
+        assert code == 405, (method, answer)
+        assert answer["reason"] == "MethodNotAllowed"
+        assert answer["message"].startswith(f"{kind}s are not served in local mode: trainop local")

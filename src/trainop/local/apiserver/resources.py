@@ -227,16 +227,16 @@ BUILTIN: tuple[ResourceType, ...] = (
 )
 
 
-def _unserved(kind: str, short: tuple[str, ...]) -> ResourceType:
+def _unserved(kind: str, short: tuple[str, ...], group: str = "apps") -> ResourceType:
     return ResourceType(
-        group="apps",
+        group=group,
         version="v1",
         plural=f"{kind.lower()}s",
         singular=kind.lower(),
         kind=kind,
         namespaced=True,
         short_names=short,
-        definition=f"io.k8s.api.apps.v1.{kind}",
+        definition=f"io.k8s.api.{group}.v1.{kind}",
         unserved=(
             f"{kind}s are not served in local mode: trainop local runs the training operator "
             f"itself and has no controller that would run a {kind}'s pods (the other objects "
@@ -253,6 +253,8 @@ UNSERVED: tuple[ResourceType, ...] = (
     _unserved("StatefulSet", ("sts",)),
     _unserved("DaemonSet", ("ds",)),
     _unserved("ReplicaSet", ("rs",)),
+    _unserved("Job", (), group="batch"),
+    _unserved("CronJob", ("cj",), group="batch"),
 )
 
 
