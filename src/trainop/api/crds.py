@@ -23,8 +23,10 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import BaseModel
+
 from trainop.api import fields, k8s_schema
-from trainop.api.kinds import KindInfo
+from trainop.api.kinds import KindInfo, OtherVersion
 from trainop.api.types import API_GROUP
 
 VERSION = "v1"
@@ -51,14 +53,24 @@ def build_crd(info: KindInfo, *, definitions: Mapping[str, Any]) -> dict[str, An
                 "singular": info.singular,
             },
             "scope": "Namespaced",
-            "versions": [_version(info, definitions=definitions)],
+            "versions": [
+                _version(info, definitions=definitions),
+                *(_other_version(v, definitions=definitions) for v in info.other_versions),
+            ],
         },
     }
 
 
 def job_schema(info: KindInfo, *, definitions: Mapping[str, Any]) -> dict[str, Any]:
     """The structural ``openAPIV3Schema`` of one kind."""
-    raw = info.model.model_json_schema(by_alias=True)
+    schema = model_schema(info.model, definitions=definitions)
+    _add_queue_rule(schema["properties"]["spec"])
+    return schema
+
+
+def model_schema(model: type[BaseModel], *, definitions: Mapping[str, Any]) -> dict[str, Any]:
+    """The structural ``openAPIV3Schema`` of a job model (any served version)."""
+    raw = model.model_json_schema(by_alias=True)
     local = raw.get("$defs", {})
     schema = _structural(raw, local=local, definitions=definitions)
     properties = schema["properties"]
@@ -66,8 +78,18 @@ def job_schema(info: KindInfo, *, definitions: Mapping[str, Any]) -> dict[str, A
         properties[name] = {"type": "string", "description": properties[name]["description"]}
     properties["metadata"] = {"type": "object"}
     schema.pop("required", None)
-    _add_queue_rule(properties["spec"])
     return schema
+
+
+def _other_version(version: OtherVersion, *, definitions: Mapping[str, Any]) -> dict[str, Any]:
+    """A further served version: its own schema, no printer columns, never the storage."""
+    return {
+        "name": version.name,
+        "schema": {"openAPIV3Schema": model_schema(version.model, definitions=definitions)},
+        "served": True,
+        "storage": False,
+        "subresources": {"status": {}},
+    }
 
 
 def _version(info: KindInfo, *, definitions: Mapping[str, Any]) -> dict[str, Any]:

@@ -204,6 +204,25 @@ class MPIJobSpec(JobSpec):
     main_container: Str | None = Field(
         None, description="Container the launcher executes MPI processes in (default: mpi)."
     )
+    # kubeflow.org/v2beta1 fields: one CRD serves both versions (conversion None), so both
+    # schemas hold every field and a job read through either version round-trips unchanged.
+    # ``sshAuthMountPath`` present = v2beta1 (SSH) semantics (api.mpi_v2beta1, design 100).
+    run_launcher_as_worker: Bool | None = Field(
+        None, description="v2beta1 field: the launcher is also an MPI host."
+    )
+    ssh_auth_mount_path: Str | None = Field(
+        None,
+        description=(
+            "v2beta1 field: mount path of the job's SSH keys. Present on every job created "
+            "through v2beta1; a job that has it runs with v2beta1 semantics."
+        ),
+    )
+    launcher_creation_policy: Literal["AtStartup", "WaitForWorkersReady"] | None = Field(
+        None, description="v2beta1 field: AtStartup or WaitForWorkersReady."
+    )
+    mpi_implementation: Literal["OpenMPI", "Intel", "MPICH"] | None = Field(
+        None, description="v2beta1 field: OpenMPI, Intel or MPICH."
+    )
 
     def with_kind_defaults(self) -> Self:
         run_policy = self.run_policy or RunPolicy()
@@ -216,9 +235,23 @@ class MPIJobSpec(JobSpec):
         )
 
     def kind_errors(self, *, path: str) -> list[FieldError]:
+        if self.ssh_auth_mount_path is not None:
+            return []  # a v2beta1 job: api.mpi_v2beta1.validate judges it (0 slots allowed)
         if self.slots_per_worker is not None and self.slots_per_worker < 1:
             where = FieldPath(path).child("slotsPerWorker")
             return [FieldError(str(where), "Invalid", "must be at least 1")]
+        return []
+
+    def kind_update_errors(self, old: JobSpec, *, path: str) -> list[FieldError]:
+        # The version semantics a job was created with never change (design 100).
+        before = getattr(old, "ssh_auth_mount_path", None) is not None
+        if before != (self.ssh_auth_mount_path is not None):
+            where = FieldPath(path).child("sshAuthMountPath")
+            detail = (
+                "cannot be added to or removed from an existing MPIJob: it fixes whether the "
+                "job has v1 or v2beta1 semantics; recreate the job instead"
+            )
+            return [FieldError(str(where), "Forbidden", detail)]
         return []
 
 

@@ -10,9 +10,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainop.api import jobs
+from pydantic import BaseModel
+
+from trainop.api import jobs, mpi_v2beta1
 from trainop.api.types import Job, RestartPolicy
 from trainop.errors import UnknownKindError
+
+
+@dataclass(frozen=True, slots=True)
+class OtherVersion:
+    """A further API version the kind's CRD serves beside v1 (not stored; conversion None)."""
+
+    name: str
+    model: type[BaseModel]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +57,8 @@ class KindInfo:
     has_scale: bool = False
     # Whether the CRD lists the Age printer column before State (upstream's MPIJob does).
     age_column_first: bool = False
+    # Versions served besides v1 by the same CRD (MPIJob: v2beta1, design note 100).
+    other_versions: tuple[OtherVersion, ...] = ()
 
     @property
     def singular(self) -> str:
@@ -122,6 +134,7 @@ MPIJOB = KindInfo(
     inserts_default_port=False,
     requires_default_container=False,
     age_column_first=True,
+    other_versions=(OtherVersion(mpi_v2beta1.VERSION, mpi_v2beta1.MPIJobV2Beta1),),
 )
 PADDLEJOB = KindInfo(
     kind="PaddleJob",

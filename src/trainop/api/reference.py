@@ -36,7 +36,9 @@ _HEADER = "| Field | Type | Default | Description |\n|---|---|---|---|\n"
 
 def render() -> str:
     """The whole reference as Markdown."""
-    parts = [_intro(), *(_kind_section(info) for info in kinds.KINDS), "## Common types\n"]
+    parts = [_intro(), *(_kind_section(info) for info in kinds.KINDS)]
+    parts += [_version_section(i, v) for i in kinds.KINDS for v in i.other_versions]
+    parts.append("## Common types\n")
     parts += [_common_section(model) for model in _COMMON]
     return "\n".join(parts)
 
@@ -64,6 +66,21 @@ def _kind_section(info: kinds.KindInfo) -> str:
     rows = "".join(_rows(spec_model, prefix="spec"))
     doc = (info.model.__doc__ or "").strip()
     return f"## {info.kind}\n\n{doc} Spec: {(spec_model.__doc__ or '').strip()}\n\n{_HEADER}{rows}"
+
+
+def _version_section(info: kinds.KindInfo, version: kinds.OtherVersion) -> str:
+    spec_model = version.model.model_fields["spec"].annotation
+    if not (isinstance(spec_model, type) and issubclass(spec_model, BaseModel)):
+        raise TypeError(f"{info.kind} {version.name}.spec is not a model")
+    rows = "".join(_rows(spec_model, prefix="spec"))
+    doc = (version.model.__doc__ or "").strip()
+    note = (
+        f"Served by the same CRD as v1 (`{info.crd_name}`, stored as v1, conversion `None`); "
+        "see docs/design/100-mpijob-v2beta1.md."
+    )
+    title = f"{info.kind} ({types.API_GROUP}/{version.name})"
+    spec_doc = (spec_model.__doc__ or "").strip()
+    return f"## {title}\n\n{doc} {note} Spec: {spec_doc}\n\n{_HEADER}{rows}"
 
 
 def _common_section(model: type[BaseModel]) -> str:

@@ -208,6 +208,11 @@ class JobSpec(WireModel):
         del path
         return []
 
+    def kind_update_errors(self, old: JobSpec, *, path: str) -> list[FieldError]:
+        """Kind-specific problems of changing ``old`` into this spec (immutable fields)."""
+        del old, path
+        return []
+
     def kind_warnings(self) -> list[str]:
         """Kind-specific admission warnings (deprecations)."""
         return []

@@ -64,6 +64,7 @@ def validate_update(old: Job, new: Job) -> Validation:
     """
     result = validate(new)
     errors = list(result.errors)
+    errors += new.spec.kind_update_errors(old.spec, path="spec")
     if old.run_policy.managed_by != new.run_policy.managed_by:
         errors.append(_immutable("spec.runPolicy.managedBy"))
     if _queue(old.run_policy) != _queue(new.run_policy) and _queue(old.run_policy) is not None:

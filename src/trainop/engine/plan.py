@@ -50,6 +50,8 @@ def plan(
     current = job.status or JobStatus()
     if job.run_policy.managed_by not in (None, MANAGED_BY_TRAINING_OPERATOR):
         return Plan((), current, skipped=True)
+    if framework.handles is not None and not framework.handles(job=job):
+        return Plan((), current, skipped=True)  # another version's semantics (design 100)
     problems = framework.validate(job=job) if framework.validate is not None else ()
     if problems:
         message = f"{framework.kind} failed validation because {'; '.join(problems)}"

@@ -167,6 +167,13 @@ class Validator(Protocol):
         ...
 
 
+class JobFilter(Protocol):
+    def __call__(self, *, job: Job) -> bool:
+        """True when this plugin reconciles ``job``; a job of the kind it does not handle has
+        another plugin's semantics (another API version of one CRD) and is left alone."""
+        ...
+
+
 class ExtraObjects(Protocol):
     def __call__(
         self, *, job: Job, running_pods: frozenset[str], options: FrameworkOptions
@@ -194,6 +201,7 @@ class Framework:
     succeeded: SuccessRule | None = None
     tolerates_failure: FailureTolerance | None = None
     validate: Validator | None = None
+    handles: JobFilter | None = None
     extra_objects: ExtraObjects | None = None
     decorate_pod: PodDecorator | None = None
     creates_services: bool = True

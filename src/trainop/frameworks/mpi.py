@@ -149,12 +149,18 @@ def _delivery(job: Job, options: FrameworkOptions) -> Wire:
     }
 
 
+def handles(*, job: Job) -> bool:
+    """v1 semantics only: a job with ``sshAuthMountPath`` is a v2beta1 job (design 100)."""
+    return getattr(job.spec, "ssh_auth_mount_path", None) is None
+
+
 FRAMEWORK = base.Framework(
     info=kinds.MPIJOB,
     primary=("Launcher",),
     env=env,
     env_containers="first",
     validate=base.api_validation_errors,
+    handles=handles,
     extra_objects=extra_objects,
     decorate_pod=decorate_pod,
     creates_services=False,

@@ -57,8 +57,11 @@ def test_crd_names_scope_and_version(info: kinds.KindInfo, built: dict[str, Any]
     assert crd["metadata"]["name"] == f"{info.plural}.kubeflow.org"
     assert crd["spec"]["scope"] == "Namespaced"
     assert "shortNames" not in crd["spec"]["names"]
-    [version] = crd["spec"]["versions"]
+    version, *others = crd["spec"]["versions"]
     assert (version["name"], version["served"], version["storage"]) == ("v1", True, True)
+    # MPIJob also serves v2beta1, never stored (docs/design/100); every other kind is v1 only.
+    assert [v["name"] for v in others] == [v.name for v in info.other_versions]
+    assert not any(v["storage"] for v in others)
     columns = [c["name"] for c in version["additionalPrinterColumns"]]
     assert columns == (["Age", "State"] if info.kind == "MPIJob" else ["State", "Age"])
     assert version["subresources"]["status"] == {}

@@ -111,7 +111,7 @@ def admit(
     if not errors and call.subresource is None:
         errors += _object_rules(rt, obj)
     if not errors and job_kind is not None and call.subresource is None:
-        decision = manifest.check_job(obj, old=old)
+        decision = manifest.check_job(_as_v1(obj), old=_as_v1(old))
         errors += decision.errors
         warnings += decision.warnings
     if errors:
@@ -120,10 +120,24 @@ def admit(
 
 
 def _job_kind(state: ApiState, rt: resources.ResourceType) -> KindInfo | None:
-    """The training kind served at ``rt`` (kubeflow.org/v1), when jobs are admitted here."""
-    if not state.job_admission or (rt.group, rt.version) != ("kubeflow.org", "v1"):
+    """The training kind served at ``rt`` (kubeflow.org/v1, or another version its CRD serves
+    beside v1: MPIJob v2beta1), when jobs are admitted here."""
+    if not state.job_admission or rt.group != "kubeflow.org":
         return None
-    return _TRAINING_KINDS.get(rt.kind)
+    info = _TRAINING_KINDS.get(rt.kind)
+    if info is None:
+        return None
+    if rt.version == "v1" or any(v.name == rt.version for v in info.other_versions):
+        return info
+    return None
+
+
+def _as_v1(obj: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``obj`` as read through v1: the versions of one CRD share storage and differ only in
+    ``apiVersion`` (conversion None, docs/design/100), so one check judges every version."""
+    if obj is None or obj.get("apiVersion") == "kubeflow.org/v1":
+        return obj
+    return {**obj, "apiVersion": "kubeflow.org/v1"}
 
 
 def _object_rules(rt: resources.ResourceType, obj: dict[str, Any]) -> list[FieldError]:
