@@ -5,7 +5,8 @@ by another JSON value of any type, or removed; replica counts pushed to the edge
 submitted over real HTTP to the embedded API server with the real CRDs, while the real
 ``Manager`` and the ``SimulatedKubelet`` run on a fake clock (``cluster``). Asserted:
 
-- no submission gets a 5xx: a job is stored (201) or refused with a 4xx ``Status``;
+- no submission gets a 5xx: a job is stored (201) or refused with a 4xx ``Status``; nor does
+  a merge patch of a stored job with another mutated example's spec;
 - every stored job passes ``manifest.check_job``, the check of ``trainop validate`` and of
   the webhook (admission equals validation: the engine never sees a job the webhook refuses);
 - within a bounded number of reconciles (the controller settles, then one more fake second)
@@ -151,9 +152,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(jobs=st.lists(mutated_job(), min_size=1, max_size=5))
+@given(
+    jobs=st.lists(mutated_job(), min_size=1, max_size=5),
+    patches=st.lists(mutated_job(), max_size=3),
+)
 def test_mutated_examples_are_refused_or_handled(
-    server: RunningServer, jobs: list[tuple[str, dict[str, Any]]]
+    server: RunningServer,
+    jobs: list[tuple[str, dict[str, Any]]],
+    patches: list[tuple[str, dict[str, Any]]],
 ) -> None:
     raw = Raw(server)
 
@@ -174,6 +180,20 @@ def test_mutated_examples_are_refused_or_handled(
                 stored.append(answer)
             else:
                 assert answer["kind"] == "Status", answer
+        for job, (_, source) in zip(list(stored), patches, strict=False):
+            # A merge patch of another mutated example's spec (replica types mix, fields
+            # change type or vanish): judged by the update rules, never a 5xx.
+            spec = source.get("spec")
+            url = (
+                f"/apis/kubeflow.org/v1/namespaces/{cluster.namespace}/"
+                f"{PLURALS[job['kind']]}/{job['metadata']['name']}"
+            )
+            headers = {"Content-Type": "application/merge-patch+json"}
+            patch = json.dumps({"spec": spec}).encode()
+            code, answer = raw.send("PATCH", url, patch, headers)
+            assert code < 500, (code, answer, spec)
+            if code == 200:
+                stored[stored.index(job)] = answer
         for job in stored:
             assert wire.check_job(job).ok, (wire.check_job(job).errors, job)
         await cluster.settle()
