@@ -542,3 +542,21 @@ def test_unicode_line_separators_survive_a_watch(api: RunningServer) -> None:
 
     found = asyncio.run(asyncio.wait_for(first_event(), timeout=30))
     assert found["data"]["k"] == text
+
+
+def test_a_string_that_is_not_a_quantity_is_400_as_kube_answers(plain: Raw) -> None:
+    body = pod(containers=[{"name": "c", "image": "i", "resources": {"limits": {"cpu": "lots"}}}])
+    code, status = send_json(plain, "POST", PODS, body)
+    assert (code, status["reason"]) == (400, "BadRequest"), status
+    assert status["message"] == (
+        'Pod in version "v1" cannot be handled as a Pod: quantities must match the regular '
+        "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    )
+
+
+def test_a_job_template_quantity_that_is_not_a_quantity_is_refused(raw: Raw) -> None:
+    job = manifest("PyTorchJob", name=unique())
+    container = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container["resources"] = {"limits": {"cpu": "lots"}}
+    code, status = send_json(raw, "POST", jobs_path("PyTorchJob"), job)
+    assert code in (400, 422), status

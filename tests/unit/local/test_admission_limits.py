@@ -104,3 +104,16 @@ def test_quantities_are_normalised_only_where_the_schema_says_quantity() -> None
     quota = {"spec": {"hard": {"pods": 10, "requests.cpu": "4"}}}
     quantities.normalize("io.k8s.api.core.v1.ResourceQuota", quota)
     assert quota["spec"]["hard"] == {"pods": "10", "requests.cpu": "4"}
+
+
+@pytest.mark.parametrize("text", ["abc", "1.2.3", "1Ki2", "--1", "1 m", "", "1e", "0x10"])
+def test_strings_that_are_not_quantities_are_reported(text: str) -> None:
+    pod = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": text}}}]}}
+    assert quantities.normalize("io.k8s.api.core.v1.Pod", pod) == text
+
+
+@pytest.mark.parametrize("text", ["1", "500m", "1.5", ".5", "1Gi", "1e3", "+2", "-1", "1E-3", "2k"])
+def test_quantity_strings_are_kept_as_written(text: str) -> None:
+    pod = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": text}}}]}}
+    assert quantities.normalize("io.k8s.api.core.v1.Pod", pod) is None
+    assert pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == text

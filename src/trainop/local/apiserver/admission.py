@@ -107,7 +107,12 @@ def admit(
         warnings = _unknown_fields(call, builtin_fields.unknown(rt.definition, obj))
         errors += validation.builtin_validator(rt.definition).errors(obj)
     if not errors and rt.definition is not None and not rt.custom:
-        quantities.normalize(rt.definition, obj)  # cpu: 1 is stored "1", as kube stores it
+        not_quantity = quantities.normalize(rt.definition, obj)  # cpu: 1 is stored as "1"
+        if not_quantity is not None:
+            raise status.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                f"quantities must match the regular expression '{quantities.MESSAGE_PATTERN}'"
+            )
     if not errors and call.subresource is None:
         errors += _object_rules(rt, obj)
     if not errors and job_kind is not None and call.subresource is None:

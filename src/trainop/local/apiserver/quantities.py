@@ -10,6 +10,10 @@ place typed ``io.k8s.apimachinery.pkg.api.resource.Quantity`` (container ``resou
 number there, in place, by its canonical string (``engine.quantities.render``). Strings are
 kept as written (kube would also canonicalise ``"0.5"`` to ``"500m"``; trainop does not).
 
+A string there that is not a quantity (``cpu: abc``) is reported back: kube cannot decode
+such a body into its Go type, and answers 400 ``... cannot be handled as a Pod: quantities
+must match the regular expression ...``; so does ``admission``.
+
 Only the branches of a definition that can hold a quantity are walked (computed once per
 definition), so a pod costs a few dictionary lookups. Custom resources are kept as written,
 as kube keeps them.
@@ -18,6 +22,7 @@ as kube keeps them.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 from trainop.engine import quantities
@@ -32,9 +37,20 @@ def _definitions() -> dict[str, Any]:
     return schemas.load_definitions()
 
 
-def normalize(definition: str, obj: dict[str, Any]) -> None:
-    """Replace every number typed as a Quantity in ``obj`` by its canonical string."""
-    _walk(_root(definition), obj)
+# kube's quantity grammar: a signed decimal number, then an exponent or one suffix.
+_FORM = re.compile(
+    r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?$"
+)
+# What kube's error message quotes (its coarse pre-check), word for word.
+MESSAGE_PATTERN = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+
+
+def normalize(definition: str, obj: dict[str, Any]) -> str | None:
+    """Replace every number typed as a Quantity in ``obj`` by its canonical string; the first
+    string there that is not a quantity (``"abc"``), or None."""
+    bad: list[str] = []
+    _walk(_root(definition), obj, bad)
+    return bad[0] if bad else None
 
 
 @functools.cache
@@ -51,20 +67,24 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _walk(schema: dict[str, Any], value: Any) -> Any:
+def _walk(schema: dict[str, Any], value: Any, bad: list[str]) -> Any:
     if schema.get("$ref") == _QUANTITY:
-        return canonical(value) if _is_number(value) else value
+        if _is_number(value):
+            return canonical(value)
+        if isinstance(value, str) and not _FORM.match(value):
+            bad.append(value)
+        return value
     props, extra, items = _plan(_node(schema))
     if isinstance(value, dict):
         for key, child in props:
             if key in value:
-                value[key] = _walk(child, value[key])
+                value[key] = _walk(child, value[key], bad)
         if extra is not None:
             for key in list(value):
-                value[key] = _walk(extra, value[key])
+                value[key] = _walk(extra, value[key], bad)
     elif isinstance(value, list) and items is not None:
         for index, item in enumerate(value):
-            value[index] = _walk(items, item)
+            value[index] = _walk(items, item, bad)
     return value
 
 
