@@ -57,9 +57,12 @@ def range_from_env(environ: Mapping[str, str] | None = None) -> range:
 
 
 def is_bindable(port: int) -> bool:
-    """Whether nothing on this machine holds ``port`` on the loopback address right now."""
+    """Whether nothing on this machine holds ``port`` on the loopback address right now.
+
+    Probed without ``SO_REUSEADDR``: a port whose last connection is still in TIME_WAIT (the
+    previous job's master, a minute ago) is not free for programs that bind without it, such
+    as XGBoost's tracker."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((LOOPBACK, port))
         except OSError:
