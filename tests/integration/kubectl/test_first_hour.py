@@ -7,8 +7,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import socket
+import subprocess
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import aiohttp
@@ -263,12 +266,86 @@ def test_cp_rides_on_exec(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
     assert back.read_text() == source.read_text()
 
 
-def test_port_forward_says_it_is_unsupported(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
-    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="pf"), "pf"))
-    _started(kubectl, ns, "pf")
-    done = kubectl.run("port-forward", "-n", ns, "pod/pf", "18080:8080", check=False, timeout=30)
-    assert done.returncode == 1
-    assert "port-forward is not supported in local mode" in done.stderr
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+SERVER = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  nodeName: trainop-local
+  containers:
+    - name: main
+      image: python:3.11
+      command: [python, -u, -c, "{code}"]
+"""
+SERVE = (
+    "import http.server as h; s = h.ThreadingHTTPServer(('127.0.0.1', {port}), "
+    "h.SimpleHTTPRequestHandler); print('ready', flush=True); s.serve_forever()"
+)
+
+
+def test_port_forward_reaches_the_pods_port(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    remote, local = _free_port(), _free_port()
+    (tmp_path / "hello.txt").write_text("hello through port-forward\n")
+    pod = SERVER.format(code=SERVE.format(port=remote))
+    pod = pod.replace("    - name: main\n", f"    - name: main\n      workingDir: {tmp_path}\n")
+    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, pod, "web.yaml"))
+    _started(kubectl, ns, "web")
+    forward = subprocess.Popen(
+        [kubectl.binary, "port-forward", "-n", ns, "pod/web", f"{local}:{remote}"],
+        env=kubectl.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{local}/hello.txt", timeout=5) as r:
+                    body = r.read().decode()
+                break
+            except OSError:
+                assert forward.poll() is None, forward.communicate()
+                assert time.monotonic() < deadline, "port-forward never answered"
+                time.sleep(0.3)
+        assert body == "hello through port-forward\n"
+        for _ in range(3):  # one SPDY connection, a stream pair per TCP connection
+            with urllib.request.urlopen(f"http://127.0.0.1:{local}/hello.txt", timeout=5) as r:
+                assert r.read().decode() == body
+    finally:
+        forward.terminate()
+        out, err = forward.communicate(timeout=10)
+    assert f"Forwarding from 127.0.0.1:{local} -> {remote}" in out, (out, err)
+    closed, local = _free_port(), _free_port()  # nothing listens on ``closed``
+    forward = subprocess.Popen(
+        [kubectl.binary, "port-forward", "-n", ns, "pod/web", f"{local}:{closed}"],
+        env=kubectl.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", local), timeout=5) as conn:
+                    conn.sendall(b"GET / HTTP/1.0\r\n\r\n")
+                    conn.recv(100)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "port-forward never listened"
+                time.sleep(0.3)
+    finally:  # kubectl logs the error before it closes the local connection
+        forward.terminate()
+        out, err = forward.communicate(timeout=10)
+    assert f"error forwarding port {closed} to pod" in err, (out, err)
 
 
 async def _stream(kubeconfig: Path, path: str, protocol: str, send: list[bytes]) -> list[bytes]:

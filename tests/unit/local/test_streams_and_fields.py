@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import base64
+import zlib
 from typing import Any
 
 import pytest
 
-from trainop.local.apiserver import builtin_fields, streams
+from trainop.local.apiserver import builtin_fields, portforward, streams
 from trainop.local.kubelet import node
 
 
@@ -73,3 +74,17 @@ def test_string_data_is_merged_into_data() -> None:
     empty: dict[str, Any] = {"stringData": {}}
     builtin_fields.merge_string_data(empty)
     assert empty == {}
+
+
+def test_spdy_dictionary_and_header_blocks() -> None:
+    assert len(portforward.DICTIONARY) == 1423
+    assert zlib.adler32(portforward.DICTIONARY) == 0xE3C6A7C2  # SPDY/3's dictionary id
+    pairs = [("streamtype", "data"), ("port", "8080"), ("requestid", "0")]
+    raw = len(pairs).to_bytes(4, "big") + b"".join(
+        len(k).to_bytes(4, "big") + k.encode() + len(v).to_bytes(4, "big") + v.encode()
+        for k, v in pairs
+    )
+    deflate = zlib.compressobj(zdict=portforward.DICTIONARY)
+    block = deflate.compress(raw) + deflate.flush(zlib.Z_SYNC_FLUSH)
+    inflate = zlib.decompressobj(zdict=portforward.DICTIONARY)
+    assert portforward.parse_headers(inflate.decompress(block)) == dict(pairs)

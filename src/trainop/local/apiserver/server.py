@@ -42,6 +42,7 @@ from . import (
     logs,
     openapi,
     patch,
+    portforward,
     reads,
     resources,
     reviews,
@@ -293,7 +294,7 @@ class ApiServer:
 STREAMING: dict[str, Callable[[ApiState, Call], Awaitable[web.StreamResponse]]] = {
     "exec": streams.exec_,
     "attach": streams.attach,
-    "portforward": streams.portforward,
+    "portforward": portforward.serve,
 }
 
 

@@ -1,4 +1,4 @@
-"""``pods/exec`` and ``pods/attach`` over WebSocket; ``pods/portforward`` answered unsupported.
+"""``pods/exec`` and ``pods/attach`` over WebSocket (``portforward`` is ``portforward.py``).
 
 kubectl (1.30 and newer by default) opens exec as a WebSocket with the ``v5.channel.k8s.io``
 (or ``v4.channel.k8s.io``) subprotocol. Every binary message starts with a channel byte: 0
@@ -16,8 +16,8 @@ kubelet does so when its connection closes).
 
 ``attach`` streams the container's output from now on (from its log, as the process kubelet
 keeps no other handle on it) until the container stops; its stdin cannot be attached in local
-mode. A request that is not a WebSocket upgrade (SPDY, which kubectl before 1.30 speaks) and
-``portforward`` get a ``Status`` that says what local mode does not do, never a bare 404.
+mode. A request that is not a WebSocket upgrade (SPDY, which kubectl before 1.30 speaks) gets
+a ``Status`` that says what local mode does not do, never a bare 404.
 """
 
 from __future__ import annotations
@@ -49,11 +49,6 @@ _CHUNK = 32 * 1024
 _POLL = 1.0  # seconds between checks that the container still runs
 _DRAIN = 2.0  # seconds to wait for output still in the pipes once the command has exited
 
-PORTFORWARD_UNSUPPORTED = (
-    "port-forward is not supported in local mode: pods listen on this machine's loopback "
-    "interface, connect to the port directly (see the pod's TRAINOP_* environment or its "
-    "Service)"
-)
 TOKEN_UNSUPPORTED = (
     "service account tokens are not issued in local mode: there is one principal, and the "
     "kubeconfig's token is its credential"
@@ -66,12 +61,6 @@ SPDY_UNSUPPORTED = (
 
 def _is_websocket(request: web.Request) -> bool:
     return request.headers.get("Upgrade", "").lower() == "websocket"
-
-
-async def portforward(state: ApiState, call: Call) -> web.StreamResponse:
-    """``pods/portforward``: not served in local mode (a clear Status)."""
-    _pod(state, call)
-    raise status.RequestError(PORTFORWARD_UNSUPPORTED, status=400, reason="BadRequest")
 
 
 def _pod(state: ApiState, call: Call) -> dict[str, Any]:
