@@ -560,3 +560,18 @@ def test_a_job_template_quantity_that_is_not_a_quantity_is_refused(raw: Raw) -> 
     container["resources"] = {"limits": {"cpu": "lots"}}
     code, status = send_json(raw, "POST", jobs_path("PyTorchJob"), job)
     assert code in (400, 422), status
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"sa"},"data":{"k":"\\ud800"}}',
+        b'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: sa}\ndata: {k: "\\ud800"}\n',
+        b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"sa"},"data":{"k":"\xed\xa0\x80"}}',
+    ],
+    ids=["json-escape", "yaml-escape", "encoded"],
+)
+def test_server_side_apply_refuses_lone_surrogates(plain: Raw, body: bytes) -> None:
+    headers = {"Content-Type": "application/apply-patch+yaml"}
+    code, status = plain.send("PATCH", f"{CONFIGMAPS}/sa?fieldManager=t", body, headers)
+    assert (code, status["reason"]) == (400, "BadRequest"), status

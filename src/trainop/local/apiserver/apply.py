@@ -81,6 +81,7 @@ def decode(body: bytes) -> dict[str, Any]:
         raise status.bad_request(f"{what} must be a YAML or JSON object")
     if fieldsets.depth(value) > bodies.MAX_DEPTH:
         raise _too_deep(what)
+    bodies.check_unicode(value, what=what)
     cleaned: dict[str, Any] = _without_nulls(value)
     return cleaned
 

@@ -73,11 +73,18 @@ def decode(body: bytes, *, what: str = "the request body") -> Any:
         raise status.bad_request(f"{what} is not valid JSON: {exc}") from exc
     if body.count(b"{") + body.count(b"[") > MAX_DEPTH and _depth_exceeds(value, MAX_DEPTH):
         raise _too_deep(what)
-    if _MAYBE_SURROGATE.search(body) and _has_surrogate(value):
+    if _MAYBE_SURROGATE.search(body):
+        check_unicode(value, what=what)
+    return value
+
+
+def check_unicode(value: Any, *, what: str = "the request body") -> None:
+    """400 when a string (or key) in a decoded ``value`` holds a lone UTF-16 surrogate, which
+    no UTF-8 text can carry (for bodies decoded elsewhere: server-side apply's YAML)."""
+    if _has_surrogate(value):
         raise status.bad_request(
             f"{what} holds invalid Unicode: a lone UTF-16 surrogate is not a character"
         )
-    return value
 
 
 def _too_deep(what: str) -> status.RequestError:
