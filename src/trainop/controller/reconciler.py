@@ -54,6 +54,9 @@ def replica_total(job: Job) -> int:
     return sum(max(s.replicas if s.replicas is not None else 1, 0) for s in specs)
 
 
+YIELD_EVERY = 64  # actions applied between two turns given to the event loop
+
+
 @dataclass(frozen=True, slots=True)
 class Result:
     """What the worker does next with the key."""
@@ -123,10 +126,11 @@ class JobReconciler:
         # ConfigMap) then stops them before one could use it.
         pods = [a for a in plan.actions if isinstance(a, Create) and a.kind == "Pod"]
         others = [a for a in plan.actions if not (isinstance(a, Create) and a.kind == "Pod")]
-        for action in [*others, *pods]:
+        for done, action in enumerate([*others, *pods], start=1):
             if not self.claims.blocks(raw, action):
                 await self._apply(raw, action)
-            await asyncio.sleep(0)  # a client that answers at once must not hold the loop
+            if done % YIELD_EVERY == 0:  # a client that answers at once must not hold the loop
+                await asyncio.sleep(0)
         if writes_status and not status_first:
             await self._write_status(raw, job, plan.status)
         for event in plan.events:
@@ -192,8 +196,13 @@ class JobReconciler:
                 for event in await self.claims.exists(job, action):
                     await self._record(job, event)
             return
-        except errors.NotFoundError:
-            return  # deleting what is already gone
+        except errors.NotFoundError as exc:
+            if not isinstance(action, Create):
+                return  # deleting (or updating) what is already gone
+            # A create answered NotFound: its resource is not served (a PodGroup CRD removed
+            # while running) or the namespace is gone. Never a success: nothing after it runs.
+            await self._record(job, action.outcome_event(str(exc)))
+            raise
         except errors.ApiError as exc:
             if isinstance(action, Create | Delete | DeleteJob):
                 await self._record(job, action.outcome_event(str(exc)))

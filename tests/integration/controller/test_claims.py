@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pytest
 
@@ -33,6 +34,7 @@ from tests.integration.controller.cluster import (
     start_cluster_server,
 )
 from tests.unit.api.builders import manifest
+from trainop import errors
 from trainop.api.kinds import kind_info
 from trainop.controller.clock import FakeClock
 from trainop.controller.manager import GANG_CRD_RECHECK_SECONDS, Manager, ManagerOptions
@@ -43,6 +45,7 @@ from trainop.kube.resources import (
     CONFIGMAPS,
     COSCHEDULING_PODGROUPS,
     CRDS,
+    EVENTS,
     NAMESPACES,
     PODS,
     ROLEBINDINGS,
@@ -434,6 +437,75 @@ def test_gang_scheduling_without_the_pod_group_crd_is_not_ready_and_creates_no_p
             await client.close()
 
     asyncio.run(main())
+
+
+def test_a_pod_group_crd_removed_while_running_stops_pod_creation(
+    bare_server: RunningServer,
+) -> None:
+    """A create answered NotFound (the PodGroup resource no longer served) is a failure, not
+    a success: the job's pods are not created without their PodGroup."""
+
+    async def main() -> None:
+        client = HttpClient.from_kubeconfig(path=str(bare_server.kubeconfig))
+        clock = FakeClock(start=datetime.now(UTC).replace(microsecond=0))
+        namespace = f"gone-{uuid.uuid4().hex[:8]}"
+        all_crds = {crd["metadata"]["name"]: crd for crd in crds()}
+        group_crd = "podgroups.scheduling.x-k8s.io"
+        try:
+            for name in ("pytorchjobs.kubeflow.org", group_crd):
+                with contextlib.suppress(errors.AlreadyExistsError):
+                    await client.create(CRDS, all_crds[name])
+            await client.create(NAMESPACES, {"metadata": {"name": namespace}})
+            engine = EngineOptions(gang_scheduler_name="scheduler-plugins")
+            options = ManagerOptions(kinds=("PyTorchJob",), namespace=namespace, engine=engine)
+            manager = Manager(client=client, clock=clock, options=options)
+            jobs = job_resource(kind_info("PyTorchJob"))
+            task = asyncio.create_task(manager.run())
+            try:
+
+                async def ready() -> bool:
+                    if not manager.ready:
+                        clock.advance(GANG_CRD_RECHECK_SECONDS)
+                    return manager.ready
+
+                await eventually(ready, what="the manager ready")
+                await client.delete(CRDS, name=group_crd)
+
+                async def unserved() -> bool:
+                    try:
+                        await client.list(COSCHEDULING_PODGROUPS, namespace=namespace)
+                    except errors.NotFoundError:
+                        return True
+                    return False
+
+                await eventually(unserved, what="the PodGroup CRD gone")
+                job = manifest("PyTorchJob", name="after")
+                job["metadata"]["namespace"] = namespace
+                await client.create(jobs, job, namespace=namespace)
+
+                async def failed_create() -> list[Obj]:
+                    listing = await client.list(EVENTS, namespace=namespace)
+                    return [e for e in listing.items if e["reason"] == "FailedCreatePodGroup"]
+
+                events = await eventually(failed_create, what="FailedCreatePodGroup")
+                assert events[0]["message"].startswith("Error creating: ")
+                for _ in range(3):  # retried with backoff: still no pod
+                    clock.advance(GANG_CRD_RECHECK_SECONDS)
+                    await eventually(partial(_more, failed_create, len(events)), what="a retry")
+                    events = await failed_create()
+                assert (await client.list(PODS, namespace=namespace)).items == []
+            finally:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        finally:
+            await client.close()
+
+    asyncio.run(main())
+
+
+async def _more(probe: Callable[[], Awaitable[list[Obj]]], count: int) -> bool:
+    return len(await probe()) > count
 
 
 def _stamp(moment: datetime) -> str:
