@@ -15,6 +15,9 @@ import urllib.request
 from pathlib import Path
 
 import aiohttp
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.stream import stream
 
 from tests.integration.apiserver import rawhttps
 from trainop.local.apiserver import tls
@@ -543,3 +546,31 @@ def test_create_token_says_local_mode_issues_none(kubectl: Kubectl, ns: str) -> 
     done = kubectl.run("create", "token", "default", "-n", ns, check=False)
     assert done.returncode == 1
     assert "service account tokens are not issued in local mode" in done.stderr
+
+
+def test_the_official_clients_exec_stream(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="pyc"), "pyc"))
+    _started(kubectl, ns, "pyc")
+    api = k8s.CoreV1Api(k8s_config.new_client_from_config(kubectl.env["KUBECONFIG"]))
+    out = stream(
+        api.connect_get_namespaced_pod_exec,
+        "pyc",
+        ns,
+        command=["sh", "-c", "echo $GREETING; echo to-stderr >&2"],
+        stderr=True,
+        stdout=True,
+        stdin=False,
+        tty=False,
+    )
+    assert "from-the-pod" in out
+    session = stream(
+        api.connect_get_namespaced_pod_exec,
+        "pyc",
+        ns,
+        command=["sh", "-c", "exit 5"],
+        stderr=True,
+        stdout=True,
+        _preload_content=False,
+    )
+    session.run_forever(timeout=30)
+    assert session.returncode == 5
