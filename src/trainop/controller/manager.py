@@ -36,8 +36,9 @@ from trainop.controller import caches
 from trainop.controller.clock import Clock
 from trainop.controller.events import EventRecorder
 from trainop.controller.metrics import ControllerMetrics, Metrics
+from trainop.controller.mpi_v2beta1 import VERSION_RECONCILERS
 from trainop.controller.queue import ShutDownError, WorkQueue
-from trainop.controller.reconciler import JobReconciler, Result
+from trainop.controller.reconciler import JobReconciler, Result, VersionDelegate
 from trainop.controller.topologies import ClusterTopologySource, TopologySource
 from trainop.engine.gang import GangScheduler
 from trainop.engine.naming import JOB_NAME_LABEL, OPERATOR_NAME_LABEL
@@ -125,6 +126,7 @@ class Manager:
                 recorder=self.recorder,
                 options=options.engine,
                 metrics=self.metrics,
+                delegate=self._delegate(kind),
             )
             for kind in self._kinds
         }
@@ -132,6 +134,18 @@ class Manager:
             informer.add_handlers(Handlers(self._job_handler(kind)))
         for informer in self.owned.all():
             informer.add_handlers(Handlers(self._on_owned_change))
+
+    def _delegate(self, kind: str) -> VersionDelegate | None:
+        """The reconciler of ``kind``'s jobs with another version's semantics, if any."""
+        factory = VERSION_RECONCILERS.get(kind)
+        if factory is None:
+            return None
+        return factory(
+            client=self._client,
+            clock=self._clock,
+            recorder=self.recorder,
+            cluster_domain=self._options.cluster_domain,
+        )
 
     def _cluster_topologies(self) -> TopologySource:
         return ClusterTopologySource(ClusterTopology(cluster_domain=self._options.cluster_domain))

@@ -23,6 +23,7 @@ import copy
 import functools
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Protocol
 
 from trainop import errors
 from trainop.api import manifest
@@ -64,6 +65,15 @@ class Result:
     requeue_after: timedelta | None = None
 
 
+class VersionDelegate(Protocol):
+    """Runs the jobs of this kind that have another API version's semantics (MPIJob
+    v2beta1, docs/design/100): ``handles`` picks them, ``reconcile`` does all of it."""
+
+    def handles(self, raw: Obj) -> bool: ...
+
+    async def reconcile(self, raw: Obj) -> Result: ...
+
+
 class JobReconciler:
     """Reconciles the jobs of one kind."""
 
@@ -79,7 +89,9 @@ class JobReconciler:
         recorder: EventRecorder,
         options: engine.EngineOptions | None = None,
         metrics: Metrics | None = None,
+        delegate: VersionDelegate | None = None,
     ) -> None:
+        self._delegate = delegate
         self._client = client
         self._jobs = jobs
         self._owned = owned
@@ -103,6 +115,8 @@ class JobReconciler:
         if raw["metadata"].get("deletionTimestamp"):
             self.claims.forget(key)
             return Result()
+        if self._delegate is not None and self._delegate.handles(raw):
+            return await self._delegate.reconcile(raw)
         job = await self._parse(raw)
         observed = self._owned.observed(str(raw["metadata"].get("uid", "")))
         observed = await self.claims.claim(raw, observed)

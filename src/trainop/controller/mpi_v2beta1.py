@@ -1,0 +1,158 @@
+"""Reconcile MPIJobs with v2beta1 semantics: read → ``engine.mpi_v2beta1.plan`` → apply → status.
+
+The MPIJob kind's ``JobReconciler`` hands every job with v2beta1 semantics
+(``api.mpi_v2beta1.is_v2beta1_job``; docs/design/100) to this reconciler, keyed by kind in
+``VERSION_RECONCILERS``. What it reads it reads by name from the API (the Service, ConfigMap,
+Secret and launcher Job carry only ``app: <job>``, as mpi-operator's, so objects mpi-operator
+made are found too) plus two label-selected pod lists; while the job is not finished it looks
+again every ``POLL`` seconds, since the launcher Job's progress reaches no informer of the
+v1 controller. An object with one of the job's names that another controller owns is never
+used: Warning ``ErrResourceExists`` and a retry (spec 5.4). Events carry the component
+``mpi-job-controller``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from trainop import errors
+from trainop.api import mpi_v2beta1 as api
+from trainop.api.kinds import MPIJOB
+from trainop.api.types import JobStatus
+from trainop.controller.clock import Clock
+from trainop.controller.events import EventRecorder
+from trainop.controller.reconciler import Result
+from trainop.controller.sshkeys import new_key_pair
+from trainop.engine import conditions
+from trainop.engine import mpi_v2beta1 as engine
+from trainop.engine.actions import Action, Create, Delete, Event, Update
+from trainop.frameworks import mpi_v2beta1 as objects
+from trainop.kube.client import Client, Obj
+from trainop.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES, job_resource, resource_for
+
+COMPONENT = "mpi-job-controller"
+POLL = timedelta(seconds=2)
+LAUNCHER_JOBS = resource_for(api_version="batch/v1", kind="Job")
+
+
+class V2Beta1Reconciler:
+    """Reconciles one MPIJob with v2beta1 semantics per call (stateless between calls)."""
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        clock: Clock,
+        recorder: EventRecorder,
+        cluster_domain: str = "",
+        new_keys: Callable[[], objects.SshKeys] = new_key_pair,
+    ) -> None:
+        self._client = client
+        self._clock = clock
+        self._recorder = recorder
+        self._domain = cluster_domain
+        self._new_keys = new_keys
+
+    @staticmethod
+    def handles(raw: Obj) -> bool:
+        return api.is_v2beta1_job(raw)
+
+    async def reconcile(self, raw: Obj) -> Result:
+        job = api.parse(raw)
+        namespace = job.metadata.namespace or ""
+        observed = await self._observe(raw, job, namespace)
+        keys = self._new_keys() if engine.needs_keys(observed) else None
+        plan = engine.plan(job, observed, self._clock.now(), keys=keys, cluster_domain=self._domain)
+        if not plan.skipped:
+            for action in plan.actions:
+                await self._apply(raw, action, namespace)
+            await self._write_status(raw, job, plan.status)
+        for event in plan.events:
+            await self._record(raw, event)
+        if plan.skipped or conditions.is_finished(tuple(plan.status.conditions or ())):
+            return Result()
+        return Result(requeue_after=POLL)
+
+    async def _observe(self, raw: Obj, job: api.MPIJobV2Beta1, namespace: str) -> engine.Observed:
+        name = job.metadata.name or ""
+        found: dict[str, Any] = {}
+        for field, resource, object_name in (
+            ("launcher", LAUNCHER_JOBS, f"{name}-launcher"),
+            ("service", SERVICES, name),
+            ("config_map", CONFIGMAPS, f"{name}-config"),
+            ("secret", SECRETS, f"{name}-ssh"),
+        ):
+            try:
+                obj = await self._client.get(resource, name=object_name, namespace=namespace)
+            except errors.NotFoundError:
+                found[field] = None
+                continue
+            await self._check_owner(raw, obj, resource.kind)
+            found[field] = obj
+        base = f"{objects.OPERATOR_NAME_LABEL}={objects.OPERATOR_NAME},"
+        base += f"{objects.JOB_NAME_LABEL}={name}"
+        workers = await self._client.list(
+            PODS, namespace=namespace, label_selector=f"{base},{objects.JOB_ROLE_LABEL}=worker"
+        )
+        for pod in workers.items:
+            await self._check_owner(raw, pod, "Pod")
+        launchers = await self._client.list(
+            PODS, namespace=namespace, label_selector=f"{base},{objects.JOB_ROLE_LABEL}=launcher"
+        )
+        return engine.Observed(
+            workers=tuple(workers.items), launcher_pods=tuple(launchers.items), **found
+        )
+
+    async def _check_owner(self, raw: Obj, obj: Obj, kind: str) -> None:
+        refs = obj["metadata"].get("ownerReferences") or []
+        owner = next((r for r in refs if r.get("controller")), None)
+        if owner is not None and owner.get("uid") == raw["metadata"].get("uid"):
+            return
+        name = obj["metadata"]["name"]
+        message = f'Resource "{name}" of Kind "{kind}" already exists and is not managed by MPIJob'
+        await self._record(raw, Event("Warning", "ErrResourceExists", message))
+        raise errors.ApiError(message, status=409)
+
+    async def _apply(self, raw: Obj, action: Action, namespace: str) -> None:
+        try:
+            if isinstance(action, Create):
+                resource = resource_for(api_version=action.body["apiVersion"], kind=action.kind)
+                await self._client.create(resource, action.body, namespace=namespace)
+            elif isinstance(action, Update):
+                resource = resource_for(api_version=action.body["apiVersion"], kind=action.kind)
+                await self._client.patch(
+                    resource, name=action.name, namespace=namespace, patch=action.body
+                )
+            elif isinstance(action, Delete):
+                resource = resource_for(api_version=action.api_version, kind=action.kind)
+                await self._client.delete(resource, name=action.name, namespace=namespace)
+        except (errors.AlreadyExistsError, errors.NotFoundError):
+            return  # created by an earlier pass whose view was stale; deleting what is gone
+        except errors.ApiError as exc:
+            if isinstance(action, Create) and action.failed is not None:
+                await self._record(raw, action.outcome_event(str(exc)))
+            raise
+
+    async def _write_status(self, raw: Obj, job: api.MPIJobV2Beta1, status: JobStatus) -> None:
+        if status == (job.status or JobStatus()):
+            return
+        body = copy.deepcopy(raw)
+        body["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+        await self._client.replace(
+            job_resource(MPIJOB),
+            body,
+            namespace=raw["metadata"].get("namespace"),
+            subresource="status",
+        )
+
+    async def _record(self, raw: Obj, event: Event) -> None:
+        await self._recorder.record(raw, event, component=COMPONENT)
+
+
+# Kinds with a second API version whose jobs another reconciler runs (docs/design/100).
+VERSION_RECONCILERS: dict[str, Callable[..., V2Beta1Reconciler]] = {
+    MPIJOB.kind: V2Beta1Reconciler,
+}

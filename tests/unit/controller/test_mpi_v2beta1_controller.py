@@ -1,0 +1,111 @@
+"""One operator, both MPIJob semantics: a v1 and a v2beta1 MPIJob named alike in two
+namespaces run side by side under the real ``Manager`` (FakeClient, FakeClock), each creating
+its own version's objects; the v2beta1 job follows its launcher Job to Succeeded."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from trainop.api.kinds import MPIJOB
+from trainop.controller.clock import FakeClock
+from trainop.controller.manager import Manager, ManagerOptions
+from trainop.controller.mpi_v2beta1 import LAUNCHER_JOBS
+from trainop.kube.fake import FakeClient
+from trainop.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES, job_resource
+
+CONTAINER = {"name": "mpi", "image": "i", "command": ["mpirun", "true"]}
+
+
+def mpijob(namespace: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MPIJob",
+        "metadata": {"name": "pi", "namespace": namespace},
+        "spec": {
+            "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, "template": {"spec": {"containers": [CONTAINER]}}},
+                "Worker": {"replicas": 2, "template": {"spec": {"containers": [CONTAINER]}}},
+            },
+            **spec,
+        },
+    }
+
+
+async def eventually(probe: Callable[[], Awaitable[Any]], timeout: float = 10) -> Any:
+    async with asyncio.timeout(timeout):
+        while not (value := await probe()):
+            await asyncio.sleep(0.001)
+        return value
+
+
+async def names(client: FakeClient, resource: Any, namespace: str) -> set[str]:
+    return {o["metadata"]["name"] for o in (await client.list(resource, namespace=namespace)).items}
+
+
+def test_v1_and_v2beta1_jobs_of_one_name_each_get_their_own_semantics() -> None:
+    async def main() -> None:
+        client, clock = FakeClient(), FakeClock()
+        manager = Manager(client=client, clock=clock, options=ManagerOptions(kinds=("MPIJob",)))
+        task = asyncio.create_task(manager.run())
+        try:
+            jobs = job_resource(MPIJOB)
+            await client.create(jobs, mpijob("legacy"), namespace="legacy")
+            # As stored after a write through v2beta1 (the CRD default marks the semantics).
+            await client.create(
+                jobs, mpijob("modern", sshAuthMountPath="/root/.ssh"), namespace="modern"
+            )
+
+            async def launcher_job() -> Any:
+                found = await names(client, LAUNCHER_JOBS, "modern")
+                return "pi-launcher" in found
+
+            await eventually(launcher_job)
+            assert await names(client, SERVICES, "modern") == {"pi"}
+            assert await names(client, SECRETS, "modern") == {"pi-ssh"}
+            assert await names(client, PODS, "modern") == {"pi-worker-0", "pi-worker-1"}
+            config = await client.get(CONFIGMAPS, name="pi-config", namespace="modern")
+            assert set(config["data"]) == {"hostfile", "discover_hosts.sh"}
+            assert config["data"]["hostfile"].startswith("pi-worker-0.pi.modern.svc slots=1\n")
+
+            async def v1_launcher() -> Any:
+                return "pi-launcher" in await names(client, PODS, "legacy")
+
+            await eventually(v1_launcher)  # v1: the launcher is a Pod, no Job, kubexec.sh
+            assert await names(client, LAUNCHER_JOBS, "legacy") == set()
+            legacy_config = await client.get(CONFIGMAPS, name="pi-config", namespace="legacy")
+            assert "kubexec.sh" in legacy_config["data"]
+
+            await client.patch(
+                LAUNCHER_JOBS,
+                name="pi-launcher",
+                namespace="modern",
+                patch={
+                    "status": {
+                        "conditions": [{"type": "Complete", "status": "True"}],
+                        "completionTime": "2026-01-01T00:00:10Z",
+                    }
+                },
+                subresource="status",
+            )
+            clock.advance(2)  # the v2beta1 reconciler looks again every POLL seconds
+
+            async def succeeded() -> Any:
+                job = await client.get(jobs, name="pi", namespace="modern")
+                conditions = (job.get("status") or {}).get("conditions") or []
+                return [c["type"] for c in conditions if c["status"] == "True"] == [
+                    "Created",
+                    "Succeeded",
+                ] and job
+
+            done = await eventually(succeeded)
+            assert done["status"]["completionTime"] == "2026-01-01T00:00:10Z"
+            assert done["status"]["replicaStatuses"]["Launcher"] == {"succeeded": 1}
+            legacy = await client.get(jobs, name="pi", namespace="legacy")
+            assert "Succeeded" not in {c["type"] for c in legacy["status"]["conditions"]}
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(main())
