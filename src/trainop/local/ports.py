@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import socket
 from collections.abc import Callable, Mapping, Sequence
 
@@ -80,7 +81,9 @@ class PortPool:
         self._is_free = is_free
         self._owner_of: dict[int, str] = {}
         self._held: dict[str, dict[str, int]] = {}
-        self._cursor = 0
+        # A random first position: two sessions started together (two ``trainop run``) do not
+        # hand out the same ports before either job listens on them.
+        self._cursor = random.randrange(len(self.ports)) if len(self.ports) else 0
 
     @property
     def describe(self) -> str:
