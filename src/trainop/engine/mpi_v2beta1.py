@@ -170,7 +170,10 @@ def _ensure_shared(
         if observed.secret is None:
             draft.actions.append(Create(secret))
         else:
-            draft.actions.append(Update(_partial(secret, stringData=secret["stringData"])))
+            # A merge patch: keys besides the pair are removed (null), the pair replaced.
+            stale = dict.fromkeys(observed.secret.get("data") or {})
+            data = {**stale, **secret["data"]}
+            draft.actions.append(Update(_partial(secret, data=data)))
 
 
 def _partial(body: Raw, **fields: Any) -> dict[str, Any]:

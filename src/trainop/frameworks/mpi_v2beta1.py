@@ -14,6 +14,7 @@ job and what was observed. Pure: no I/O, no clock; inputs are never mutated.
 
 from __future__ import annotations
 
+import base64
 import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -155,7 +156,10 @@ def ssh_secret(job: MPIJobV2Beta1, keys: SshKeys) -> Wire:
         "kind": "Secret",
         "metadata": _owned_metadata(job, f"{_name(job)}-ssh"),
         "type": SSH_SECRET_TYPE,
-        "stringData": {PRIVATE_KEY: keys.private_pem, PUBLIC_KEY: keys.public_line},
+        "data": {
+            PRIVATE_KEY: base64.b64encode(keys.private_pem.encode()).decode(),
+            PUBLIC_KEY: base64.b64encode(keys.public_line.encode()).decode(),
+        },
     }
 
 

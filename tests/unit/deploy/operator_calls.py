@@ -28,6 +28,7 @@ from trainop.controller.caches import OwnedObjects
 from trainop.controller.clock import FakeClock
 from trainop.controller.events import EventRecorder
 from trainop.controller.leader import LeaderElector
+from trainop.controller.mpi_v2beta1 import LAUNCHER_JOBS, V2Beta1Reconciler
 from trainop.controller.reconciler import JobReconciler
 from trainop.controller.topologies import ClusterTopologySource
 from trainop.engine import gang
@@ -268,6 +269,43 @@ async def mpi_changes(usage: Usage) -> None:
         assert binding["subjects"][0]["name"] == "custom"
 
 
+async def mpi_v2beta1(usage: Usage) -> None:
+    """MPIJob v2beta1 (V2Beta1Reconciler): objects created, a drifted Service selector, a
+    rekeyed Secret, Running workers in the ConfigMap, suspend and resume of the launcher Job,
+    success and cleanup; the status written through the subresource."""
+    server, clock = FakeClient(), FakeClock()
+    client = Recording(server, usage)
+    reconciler = V2Beta1Reconciler(
+        client=client, clock=clock, recorder=EventRecorder(client=client, clock=clock)
+    )
+    jobs = r.job_resource(kind_info("MPIJob"))
+    spec = {"sshAuthMountPath": "/root/.ssh", "runPolicy": {"cleanPodPolicy": "All"}}
+    await server.create(jobs, manifest("MPIJob", **spec), namespace="default")
+
+    async def reconcile() -> None:
+        await reconciler.reconcile(await server.get(jobs, name="job", namespace="default"))
+
+    async def edit(resource: r.Resource, name: str, patch: Obj, sub: str = "") -> None:
+        await server.patch(resource, name=name, namespace="default", patch=patch, subresource=sub)
+
+    await reconcile()
+    await edit(r.SERVICES, "job", {"spec": {"selector": {"app": "other"}}})
+    secret = await server.get(r.SECRETS, name="job-ssh", namespace="default")
+    await server.replace(r.SECRETS, {**secret, "data": {"id_rsa": ""}}, namespace="default")
+    for pod in (await server.list(r.PODS, namespace="default")).items:
+        await edit(r.PODS, pod["metadata"]["name"], {"status": {"phase": "Running"}}, "status")
+    await reconcile()
+    await edit(jobs, "job", {"spec": {"runPolicy": {"suspend": True}}})
+    await reconcile()
+    await edit(jobs, "job", {"spec": {"runPolicy": {"suspend": False}}})
+    await reconcile()
+    done = {"conditions": [{"type": "Complete", "status": "True"}]}
+    await edit(LAUNCHER_JOBS, "job-launcher", {"status": done}, "status")
+    await reconcile()
+    await reconcile()
+    assert [p["metadata"]["name"] for p in (await server.list(r.PODS)).items] == []
+
+
 def scenarios() -> dict[str, Scenario]:
     found: dict[str, Scenario] = {}
     for info in KINDS:
@@ -276,6 +314,7 @@ def scenarios() -> dict[str, Scenario]:
         found[f"gang-{scheduler}"] = lambda u, s=scheduler: gang_scheduled(u, s)
     found["elastic-suspended"] = elastic_suspended
     found["mpi-changes"] = mpi_changes
+    found["mpi-v2beta1"] = mpi_v2beta1
     return found
 
 

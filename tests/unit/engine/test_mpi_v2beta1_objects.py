@@ -5,6 +5,7 @@ values of the behaviour spec (mpi-v2beta1-spec sections 2 and 3), and the
 from __future__ import annotations
 
 import asyncio
+import base64
 from typing import Any
 
 import pytest
@@ -136,7 +137,10 @@ def test_every_object_of_a_job_in_creation_order(implementation: str) -> None:
         "kind": "Secret",
         "metadata": meta("pi-ssh"),
         "type": "kubernetes.io/ssh-auth",
-        "stringData": {"ssh-privatekey": KEYS.private_pem, "ssh-publickey": KEYS.public_line},
+        "data": {
+            "ssh-privatekey": base64.b64encode(KEYS.private_pem.encode()).decode(),
+            "ssh-publickey": base64.b64encode(KEYS.public_line.encode()).decode(),
+        },
     }
     assert worker0 == {
         "apiVersion": "v1",

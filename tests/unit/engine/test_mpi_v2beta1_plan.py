@@ -3,6 +3,7 @@ status from the launcher Job, cleanup, suspend/resume, validation and managedBy.
 
 from __future__ import annotations
 
+import base64
 import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -295,7 +296,8 @@ def test_a_secret_with_other_keys_is_rekeyed() -> None:
     assert v2.needs_keys(observed)
     plan = v2.plan(job, observed, NOW, keys=KEYS)
     update = next(a for a in plan.actions if isinstance(a, Update) and a.kind == "Secret")
-    assert update.body["stringData"] == {
-        "ssh-privatekey": "PRIVATE\n",
-        "ssh-publickey": KEYS.public_line,
+    assert update.body["data"] == {
+        "id_rsa": None,  # removed by the merge patch
+        "ssh-privatekey": base64.b64encode(b"PRIVATE\n").decode(),
+        "ssh-publickey": base64.b64encode(KEYS.public_line.encode()).decode(),
     }
