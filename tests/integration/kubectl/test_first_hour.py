@@ -9,9 +9,9 @@ import base64
 import json
 import socket
 import subprocess
-import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
@@ -474,9 +474,13 @@ def test_exec_into_a_running_replica(kubectl: Kubectl, ns: str, tmp_path: Path) 
     kubectl.run("delete", "-n", ns, "pytorchjob", "hung", "--wait=false")
 
 
-def _terminal_session(kubeconfig: Path, path: str, typed: list[bytes]) -> str:
-    """Exec with a terminal over v5, type ``typed`` (one message every 0.5 s), return the
-    terminal's output."""
+Step = tuple[str, bytes | Callable[[], object]]
+
+
+def _terminal_session(kubeconfig: Path, path: str, steps: list[Step]) -> str:
+    """Exec with a terminal over v5; for each step, wait until the terminal has shown its
+    text ("" at once: the terminal buffers what is typed early), then type its keys (or call
+    it); return everything the terminal showed."""
 
     async def talk() -> str:
         endpoint = rawhttps.Endpoint.load(kubeconfig)
@@ -484,23 +488,22 @@ def _terminal_session(kubeconfig: Path, path: str, typed: list[bytes]) -> str:
         url = f"https://{endpoint.host}:{endpoint.port}{path}"
         headers = {"Authorization": f"Bearer {endpoint.token}"}
         output = b""
+        todo = list(steps)
         async with (
             aiohttp.ClientSession() as session,
             session.ws_connect(
                 url, protocols=("v5.channel.k8s.io",), headers=headers, ssl=context
             ) as ws,
         ):
-
-            async def typist() -> None:
-                for keys in typed:
-                    await asyncio.sleep(0.5)
-                    await ws.send_bytes(bytes([0]) + keys)
-
-            typing = asyncio.ensure_future(typist())
             async for msg in ws:
                 if msg.type == aiohttp.WSMsgType.BINARY and msg.data[0] == 1:
                     output += msg.data[1:]
-            typing.cancel()
+                while todo and todo[0][0].encode() in output:
+                    _, action = todo.pop(0)
+                    if isinstance(action, bytes):
+                        await ws.send_bytes(bytes([0]) + action)
+                    else:
+                        await asyncio.to_thread(action)
         return output.decode(errors="replace")
 
     return asyncio.run(asyncio.wait_for(talk(), timeout=60))
@@ -513,9 +516,14 @@ def test_control_c_reaches_a_command_on_a_terminal(
     _started(kubectl, ns, "ctl")
     query = "command=sh&command=-i&stdin=true&stdout=true&tty=true"
     path = f"/api/v1/namespaces/{ns}/pods/ctl/exec?{query}"
-    typed = [b"sleep 600\r", b"\x03", b"echo after-$((6*7))\r", b"exit\r"]
+    steps: list[Step] = [
+        ("", b"echo sleep''ing; sleep 600\r"),  # the output differs from the typed echo
+        ("sleeping", b"\x03"),
+        ("sleeping", b"echo after-$((6*7))\r"),
+        ("after-42", b"exit\r"),
+    ]
     began = time.monotonic()
-    output = _terminal_session(Path(kubectl.env["KUBECONFIG"]), path, typed)
+    output = _terminal_session(Path(kubectl.env["KUBECONFIG"]), path, steps)
     assert "after-42" in output  # ^C interrupted the sleep; the shell went on
     assert time.monotonic() - began < 30
 
@@ -527,13 +535,13 @@ def test_a_terminal_session_ends_with_its_container(
     _started(kubectl, ns, "gone")
     query = "command=sh&command=-i&stdin=true&stdout=true&tty=true"
     path = f"/api/v1/namespaces/{ns}/pods/gone/exec?{query}"
-    deleter = threading.Timer(
-        2, kubectl.run, ("delete", "pod", "gone", "-n", ns, "--grace-period=1", "--wait=false")
-    )
-    deleter.start()
+
+    def delete() -> object:
+        return kubectl.run("delete", "pod", "gone", "-n", ns, "--grace-period=1", "--wait=false")
+
+    steps: list[Step] = [("", b"echo still-''here\r"), ("still-here", delete)]
     began = time.monotonic()
-    output = _terminal_session(Path(kubectl.env["KUBECONFIG"]), path, [b"echo still-here\r"])
-    deleter.join()
+    output = _terminal_session(Path(kubectl.env["KUBECONFIG"]), path, steps)
     assert "still-here" in output
     assert time.monotonic() - began < 20  # the shell went with the container, not after 60 s
 
