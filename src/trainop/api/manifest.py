@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from trainop.api import mpi_v2beta1
 from trainop.api.kinds import kind_info
 from trainop.api.types import API_VERSION, Job
 from trainop.api.validation import Validation, validate, validate_update
@@ -117,6 +118,7 @@ def parse_job(obj: object, *, source: str | None = None) -> Job:
     """A typed job of the kind ``obj`` declares; ``InvalidJobError`` lists every field problem."""
     if not isinstance(obj, dict):
         raise ManifestError(f"{source or '<input>'}: expected a mapping, got {type(obj).__name__}")
+    obj = mpi_v2beta1.as_v1_manifest(obj)  # an MPIJob v2beta1, as v1 reads it (design 100)
     header = _header_errors(obj)
     if header:
         raise InvalidJobError(header, source=source)

@@ -113,6 +113,19 @@ def parse(obj: AbstractMapping[str, Any]) -> MPIJobV2Beta1:
     return MPIJobV2Beta1.model_validate({**obj, "apiVersion": API_VERSION})
 
 
+def as_v1_manifest(obj: AbstractMapping[str, Any]) -> dict[str, Any]:
+    """A v2beta1 MPIJob manifest as the API server stores it and v1 reads it: the v2beta1
+    CRD's marking default (``sshAuthMountPath``) applied, ``apiVersion`` v1. Any other
+    manifest is returned as a copy, unchanged. For clients that submit through v1
+    (``trainop run``)."""
+    result = dict(obj)
+    if obj.get("apiVersion") != API_VERSION or obj.get("kind") != "MPIJob":
+        return result
+    spec = dict(obj.get("spec") or {})
+    spec.setdefault(SEMANTICS_FIELD, DEFAULT_SSH_AUTH_MOUNT_PATH)
+    return {**result, "apiVersion": "kubeflow.org/v1", "spec": spec}
+
+
 def apply_defaults(job: MPIJobV2Beta1) -> MPIJobV2Beta1:
     """The controller's in-memory defaults (spec 1.2/1.3); the input is not changed."""
     spec = job.spec

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.text import Text
 
 from trainop import errors
-from trainop.api import manifest, validation
+from trainop.api import manifest, mpi_v2beta1, validation
 from trainop.api.kinds import info_of
 from trainop.api.types import Job
 from trainop.cli import signals
@@ -106,7 +106,7 @@ def _load(
             raise errors.ManifestError(
                 f"{path}: expected one job, found {len(documents)} documents"
             )
-        raw = documents[0]
+        raw = mpi_v2beta1.as_v1_manifest(documents[0])  # design 100: one CRD, two versions
         if namespace:
             raw.setdefault("metadata", {})["namespace"] = namespace
         job = manifest.load_job(raw, source=str(path))

@@ -36,7 +36,7 @@ from trainop.controller import caches
 from trainop.controller.clock import Clock
 from trainop.controller.events import EventRecorder
 from trainop.controller.metrics import ControllerMetrics, Metrics
-from trainop.controller.mpi_v2beta1 import VERSION_RECONCILERS
+from trainop.controller.mpi_v2beta1 import VERSION_OPERATOR_NAMES, VERSION_RECONCILERS
 from trainop.controller.queue import ShutDownError, WorkQueue
 from trainop.controller.reconciler import JobReconciler, Result, VersionDelegate
 from trainop.controller.topologies import ClusterTopologySource, TopologySource
@@ -145,6 +145,7 @@ class Manager:
             clock=self._clock,
             recorder=self.recorder,
             cluster_domain=self._options.cluster_domain,
+            frameworks=self._options.engine.frameworks,
         )
 
     def _cluster_topologies(self) -> TopologySource:
@@ -273,6 +274,12 @@ class Manager:
             kind = self._by_controller.get(str(labels.get(OPERATOR_NAME_LABEL)))
             if kind is not None and labels.get(JOB_NAME_LABEL):
                 self.queues[kind].add(f"{namespace}/{labels[JOB_NAME_LABEL]}")
+        # A v2beta1 MPIJob's launcher pods are owned by its launcher Job: queue the MPIJob
+        # they are labelled for, so its status follows them (docs/design/100).
+        labels = obj["metadata"].get("labels") or {}
+        kind = VERSION_OPERATOR_NAMES.get(str(labels.get(OPERATOR_NAME_LABEL)))
+        if kind in self.queues and labels.get(JOB_NAME_LABEL):
+            self.queues[kind].add(f"{namespace}/{labels[JOB_NAME_LABEL]}")
 
     async def _worker(self, kind: str) -> None:
         queue, reconciler = self.queues[kind], self.reconcilers[kind]

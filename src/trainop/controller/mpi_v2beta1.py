@@ -30,6 +30,7 @@ from trainop.engine import conditions
 from trainop.engine import mpi_v2beta1 as engine
 from trainop.engine.actions import Action, Create, Delete, Event, Update
 from trainop.frameworks import mpi_v2beta1 as objects
+from trainop.frameworks.base import FrameworkOptions
 from trainop.kube.client import Client, Obj
 from trainop.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES, job_resource, resource_for
 
@@ -48,8 +49,10 @@ class V2Beta1Reconciler:
         clock: Clock,
         recorder: EventRecorder,
         cluster_domain: str = "",
+        frameworks: FrameworkOptions | None = None,
         new_keys: Callable[[], objects.SshKeys] = new_key_pair,
     ) -> None:
+        self._frameworks = frameworks or FrameworkOptions()
         self._client = client
         self._clock = clock
         self._recorder = recorder
@@ -65,7 +68,14 @@ class V2Beta1Reconciler:
         namespace = job.metadata.namespace or ""
         observed = await self._observe(raw, job, namespace)
         keys = self._new_keys() if engine.needs_keys(observed) else None
-        plan = engine.plan(job, observed, self._clock.now(), keys=keys, cluster_domain=self._domain)
+        plan = engine.plan(
+            job,
+            observed,
+            self._clock.now(),
+            keys=keys,
+            cluster_domain=self._domain,
+            options=self._frameworks,
+        )
         if not plan.skipped:
             for action in plan.actions:
                 await self._apply(raw, action, namespace)
@@ -156,3 +166,6 @@ class V2Beta1Reconciler:
 VERSION_RECONCILERS: dict[str, Callable[..., V2Beta1Reconciler]] = {
     MPIJOB.kind: V2Beta1Reconciler,
 }
+# The operator-name label value of those jobs' children, by kind: their pods (the launcher
+# Job's, too) queue the job they are labelled for.
+VERSION_OPERATOR_NAMES: dict[str, str] = {objects.OPERATOR_NAME: MPIJOB.kind}

@@ -33,6 +33,7 @@ from trainop.api.types import (
 from trainop.engine import conditions
 from trainop.engine.actions import Action, Create, Delete, Event, Plan, Update
 from trainop.frameworks import mpi_v2beta1 as objects
+from trainop.frameworks.base import FrameworkOptions
 
 Raw = Mapping[str, Any]
 
@@ -85,6 +86,7 @@ def plan(
     *,
     keys: objects.SshKeys | None = None,
     cluster_domain: str = "",
+    options: FrameworkOptions | None = None,
 ) -> Plan:
     """Everything to do for a v2beta1 ``job`` given ``observed`` at ``now``."""
     job = api.apply_defaults(job)
@@ -113,7 +115,10 @@ def plan(
         if not suspended:
             workers = _ensure_workers(draft, observed)
         if observed.launcher is None and objects.launcher_may_start(job, workers):
-            draft.actions.append(Create(objects.launcher_job(job, suspended=suspended)))
+            launcher = objects.launcher_job(
+                job, suspended=suspended, options=options or FrameworkOptions()
+            )
+            draft.actions.append(Create(launcher))
     if observed.launcher is not None:
         launcher_suspended = bool((observed.launcher.get("spec") or {}).get("suspend"))
         if launcher_suspended != suspended:

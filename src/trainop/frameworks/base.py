@@ -96,6 +96,9 @@ class FrameworkOptions:
     mpi_exec_command: str = "/opt/kube/kubectl exec"
     mpi_kubectl_delivery: bool = True
     mpi_launcher_env: tuple[tuple[str, str], ...] = ()
+    # MPIJob v2beta1: the remote shell its launcher's MPI uses instead of the image's ssh
+    # (empty: ssh, as on a cluster; local mode: ``local.kubelet.sshclient``).
+    mpi_ssh_command: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from typing import Any
 
 from trainop.api import mpi_v2beta1
 from trainop.api.mpi_v2beta1 import LAUNCHER, WORKER, MPIJobV2Beta1
+from trainop.frameworks.base import FrameworkOptions
 
 Wire = dict[str, Any]
 
@@ -36,6 +37,7 @@ SSH_SECRET_TYPE = "kubernetes.io/ssh-auth"
 PRIVATE_KEY, PUBLIC_KEY = "ssh-privatekey", "ssh-publickey"
 SSHD_COMMAND = ("/usr/sbin/sshd", "-De")
 _RSH_EXTRA = "-o ConnectionAttempts=10"
+_CLUSTER = FrameworkOptions()
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,10 +233,12 @@ def worker_pod(job: MPIJobV2Beta1, index: int) -> Wire:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
-def launcher_env(job: MPIJobV2Beta1) -> list[Wire]:
-    """The launcher's first container env, in upstream's order (spec 3.1)."""
+def launcher_env(job: MPIJobV2Beta1, options: FrameworkOptions = _CLUSTER) -> list[Wire]:
+    """The launcher's first container env, in upstream's order (spec 3.1). Local mode
+    (``options``) roots the hostfile path in the sandbox and adds, after upstream's, the
+    remote shell that execs through the kubelet and ``mpi_launcher_env``."""
     slots = str(_slots(job))
-    hostfile_path = f"{CONFIG_MOUNT_PATH}/hostfile"
+    hostfile_path = f"{options.container_root}{CONFIG_MOUNT_PATH}/hostfile"
     by_implementation = {
         "OpenMPI": [
             ("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
@@ -252,10 +256,20 @@ def launcher_env(job: MPIJobV2Beta1) -> list[Wire]:
     pairs = [("K_MPI_JOB_ROLE", "launcher"), *by_implementation[_implementation(job)]]
     if not _as_worker(job):
         pairs += [("NVIDIA_VISIBLE_DEVICES", ""), ("NVIDIA_DRIVER_CAPABILITIES", "")]
+    if options.mpi_ssh_command:
+        shell = options.mpi_ssh_command
+        pairs += {
+            "OpenMPI": [("OMPI_MCA_plm_rsh_agent", shell)],
+            "Intel": [("I_MPI_HYDRA_BOOTSTRAP", "ssh"), ("I_MPI_HYDRA_BOOTSTRAP_EXEC", shell)],
+            "MPICH": [("HYDRA_LAUNCHER", "ssh"), ("HYDRA_LAUNCHER_EXEC", shell)],
+        }[_implementation(job)]
+        pairs += list(options.mpi_launcher_env)
     return [{"name": name, "value": value} for name, value in pairs]
 
 
-def launcher_job(job: MPIJobV2Beta1, *, suspended: bool = False) -> Wire:
+def launcher_job(
+    job: MPIJobV2Beta1, *, suspended: bool = False, options: FrameworkOptions = _CLUSTER
+) -> Wire:
     """The launcher ``batch/v1`` Job: runPolicy's limits, the config and the SSH keys."""
     _, spec, first = _pod_basics(job, LAUNCHER, launcher_name(job))
     template = {"metadata": _template(job, LAUNCHER).get("metadata") or {}, "spec": spec}
@@ -269,7 +283,7 @@ def launcher_job(job: MPIJobV2Beta1, *, suspended: bool = False) -> Wire:
     if _as_worker(job):
         labels[REPLICA_INDEX_LABEL] = "0"
     metadata["labels"] = labels
-    _append(first, "env", launcher_env(job))
+    _append(first, "env", launcher_env(job, options))
     config = {
         "name": f"{_name(job)}-config",
         "items": [
@@ -322,6 +336,7 @@ def desired_objects(
     keys: SshKeys,
     worker_pods: Iterable[Mapping[str, Any]] = (),
     cluster_domain: str = "",
+    options: FrameworkOptions = _CLUSTER,
 ) -> list[Wire]:
     """Every object of a running (not suspended, not finished) job, in creation order:
     Service, ConfigMap, Secret, workers, then the launcher Job once the policy allows it."""
@@ -338,5 +353,6 @@ def desired_objects(
         *(worker_pod(job, i) for i in range(mpi_v2beta1.workers(job))),
     ]
     if launcher_may_start(job, pods):
-        objects.append(launcher_job(job, suspended=bool(job.run_policy.suspend)))
+        suspended = bool(job.run_policy.suspend)
+        objects.append(launcher_job(job, suspended=suspended, options=options))
     return objects

@@ -28,7 +28,7 @@ from trainop.frameworks.base import FrameworkOptions
 from trainop.kube.client import Client
 from trainop.kube.http import HttpClient
 from trainop.kube.resources import CRDS
-from trainop.local import ports, privacy, schemas
+from trainop.local import jobcontroller, ports, privacy, schemas
 from trainop.local import scheduler as scheduler_module
 from trainop.local.apiserver import ApiServer, Limits, ServerConfig
 from trainop.local.apiserver.logs import LogSource, MemoryLogSource
@@ -39,6 +39,7 @@ from trainop.local.kubelet import (
     ProcessKubelet,
     execclient,
     gpus,
+    sshclient,
 )
 from trainop.local.topology import LocalTopologySource
 
@@ -122,9 +123,11 @@ class LocalCluster:
                 topologies=topologies,
             )
             kubelet = self._kubelet_factory(self._client, self._clock)
+            jobs = jobcontroller.LocalJobController(client=self._client, clock=self._clock)
             self._tasks = [
                 asyncio.create_task(kubelet.run(), name="kubelet"),
                 asyncio.create_task(self.manager.run(), name="controller"),
+                asyncio.create_task(jobs.run(), name="job-controller"),
             ]
             if self._scheduler_factory is not None:
                 scheduler = self._scheduler_factory(self._client)
@@ -269,4 +272,5 @@ def local_frameworks(options: FrameworkOptions) -> FrameworkOptions:
         mpi_exec_command=execclient.shell_command(),
         mpi_kubectl_delivery=False,
         mpi_launcher_env=_OPEN_MPI_LOOPBACK,
+        mpi_ssh_command=sshclient.shell_command(),
     )

@@ -110,7 +110,6 @@ def test_server_side_apply_of_the_install_stores_all_but_the_deployment(client: 
     ("path", "kind"),
     [
         ("/apis/apps/v1/namespaces/default/deployments", "Deployment"),
-        ("/apis/batch/v1/namespaces/default/jobs", "Job"),
         ("/apis/batch/v1/namespaces/default/cronjobs", "CronJob"),
     ],
 )

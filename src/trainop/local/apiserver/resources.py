@@ -172,6 +172,18 @@ BUILTIN: tuple[ResourceType, ...] = (
         subresources=("status",),
         definition="io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler",
     ),
+    # batch/v1 Jobs run: local mode has the part of the Job controller an MPIJob v2beta1
+    # launcher needs (``local.jobcontroller``: one pod at a time to one success).
+    ResourceType(
+        group="batch",
+        version="v1",
+        plural="jobs",
+        singular="job",
+        kind="Job",
+        namespaced=True,
+        subresources=("status",),
+        definition="io.k8s.api.batch.v1.Job",
+    ),
     # Stored as data only: local mode enforces no RBAC and calls no admission webhooks (its
     # rules run in-process), so applying an install manifest's RBAC and webhook configuration
     # changes nothing about what any client may do; they are served so that it applies.
@@ -253,7 +265,6 @@ UNSERVED: tuple[ResourceType, ...] = (
     _unserved("StatefulSet", ("sts",)),
     _unserved("DaemonSet", ("ds",)),
     _unserved("ReplicaSet", ("rs",)),
-    _unserved("Job", (), group="batch"),
     _unserved("CronJob", ("cj",), group="batch"),
 )
 
