@@ -13,6 +13,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field
 
+from trainop.api import mpi_v2beta1
 from trainop.api.fields import (
     K8S_DEFINITION,
     Bool,
@@ -235,8 +236,9 @@ class MPIJobSpec(JobSpec):
         )
 
     def kind_errors(self, *, path: str) -> list[FieldError]:
-        if self.ssh_auth_mount_path is not None:
-            return []  # a v2beta1 job: api.mpi_v2beta1.validate judges it (0 slots allowed)
+        if self.ssh_auth_mount_path is not None:  # a v2beta1 job: its own rules (design 100)
+            wire = self.model_dump(by_alias=True, exclude_none=True, mode="json")
+            return mpi_v2beta1.wire_spec_errors(wire)
         if self.slots_per_worker is not None and self.slots_per_worker < 1:
             where = FieldPath(path).child("slotsPerWorker")
             return [FieldError(str(where), "Invalid", "must be at least 1")]

@@ -173,8 +173,20 @@ def workers(job: MPIJobV2Beta1) -> int:
 
 def validate(job: MPIJobV2Beta1) -> list[FieldError]:
     """Problems of a *defaulted* job, in upstream's order and words (spec 1.4)."""
-    errors = _name_errors(job)
-    spec, path = job.spec, FieldPath("spec")
+    return _name_errors(job) + spec_errors(job.spec)
+
+
+def wire_spec_errors(spec: AbstractMapping[str, Any]) -> list[FieldError]:
+    """The spec rules of ``validate`` for a spec read through v1 (admission, ``trainop
+    validate``): defaulted as the controller defaults it, then checked."""
+    job = MPIJobV2Beta1.model_validate({"apiVersion": API_VERSION, "kind": "MPIJob", "spec": spec})
+    return spec_errors(apply_defaults(job).spec)
+
+
+def spec_errors(spec: MPIJobV2Beta1Spec) -> list[FieldError]:
+    """The spec part of ``validate`` (a defaulted spec)."""
+    errors: list[FieldError] = []
+    path = FieldPath("spec")
     specs_path = path.child("mpiReplicaSpecs")
     if not spec.replica_specs:
         errors.append(FieldError(str(specs_path), "Required", "must have replica specs"))
@@ -191,7 +203,7 @@ def validate(job: MPIJobV2Beta1) -> list[FieldError]:
         )
     elif slots < 0:
         errors.append(_at_least(path.child("slotsPerWorker"), slots, 0))
-    errors += _run_policy_errors(job.run_policy, path.child("runPolicy"))
+    errors += _run_policy_errors(spec.run_policy or RunPolicy(), path.child("runPolicy"))
     if not spec.ssh_auth_mount_path:
         errors.append(
             FieldError(

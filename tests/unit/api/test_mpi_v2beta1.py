@@ -195,3 +195,18 @@ def test_the_v1_plugin_leaves_v2beta1_jobs_alone() -> None:
         }
     )
     assert engine.plan(v1, Observed(), framework, ClusterTopology(), NOW).actions
+
+
+def test_admission_and_trainop_validate_apply_the_v2beta1_rules() -> None:
+    """A v2beta1 job read through v1 (manifest.check_job: the webhook, the embedded API server
+    and ``trainop validate``) is judged by its own rules: 0 slots pass, -1 does not."""
+    assert manifest.check_job(v2job(slotsPerWorker=0)).ok
+    result = manifest.check_job(v2job(slotsPerWorker=-1))
+    assert [str(e) for e in result.errors] == [
+        "spec.slotsPerWorker: Invalid: -1: must be greater than or equal to 0"
+    ]
+    replicas = v2job()["spec"]["mpiReplicaSpecs"]
+    v1_raw = {**v2job(), "apiVersion": "kubeflow.org/v1"}
+    v1_raw["spec"] = {"mpiReplicaSpecs": replicas, "slotsPerWorker": 0}
+    v1 = manifest.check_job(v1_raw)
+    assert [e.path for e in v1.errors] == ["spec.slotsPerWorker"]  # v1: at least 1
