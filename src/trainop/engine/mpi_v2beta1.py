@@ -119,6 +119,12 @@ def plan(
                 job, suspended=suspended, options=options or FrameworkOptions()
             )
             draft.actions.append(Create(launcher))
+            template = job.spec.replica_specs[api.LAUNCHER].template.get("spec") or {}
+            if template.get("restartPolicy"):
+                message = (
+                    "Restart policy in pod template overridden by restart policy in replica spec"
+                )
+                draft.events.append(Event("Warning", "SetPodTemplateRestartPolicy", message))
     if observed.launcher is not None:
         launcher_suspended = bool((observed.launcher.get("spec") or {}).get("suspend"))
         if launcher_suspended != suspended:

@@ -301,3 +301,14 @@ def test_a_secret_with_other_keys_is_rekeyed() -> None:
         "ssh-privatekey": base64.b64encode(b"PRIVATE\n").decode(),
         "ssh-publickey": base64.b64encode(KEYS.public_line.encode()).decode(),
     }
+
+
+def test_a_template_restart_policy_is_overridden_with_a_warning() -> None:
+    raw = raw_job()
+    raw["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["restartPolicy"] = "Always"
+    plan = v2.plan(job_of(raw), v2.Observed(), NOW, keys=KEYS)
+    launcher = next(a for a in plan.actions if isinstance(a, Create) and a.kind == "Job")
+    assert launcher.body["spec"]["template"]["spec"]["restartPolicy"] == "OnFailure"
+    assert ("Warning", "SetPodTemplateRestartPolicy") in [(e.type, e.reason) for e in plan.events]
+    quiet = v2.plan(job_of(raw_job()), v2.Observed(), NOW, keys=KEYS)
+    assert "SetPodTemplateRestartPolicy" not in [e.reason for e in quiet.events]
