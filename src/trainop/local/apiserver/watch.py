@@ -33,7 +33,7 @@ from aiohttp import web
 
 from trainop.local import store
 
-from . import reads, selectors, status, tables
+from . import reads, resources, selectors, status, tables
 from .call import ApiState, Call
 
 _MAX_BACKLOG = 100_000  # a watcher this far behind is dropped, as kube drops slow watchers
@@ -47,16 +47,25 @@ def _line(kind: str, raw: bytes) -> bytes:
     return b'{"type":"' + kind.encode() + b'","object":' + raw + b"}\n"
 
 
-def _filtered(event: store.Event, match: selectors.Matcher | None) -> tuple[str, bytes] | None:
+def _filtered(
+    rt: resources.ResourceType, event: store.Event, match: selectors.Matcher | None
+) -> tuple[str, bytes] | None:
+    """The watch event for ``event`` as the client asked for it: in its version (an object
+    written through another version of one CRD only has ``apiVersion`` changed)."""
+    picked = _picked(event, match)
+    return None if picked is None else (picked, reads.render(rt, event.stored))
+
+
+def _picked(event: store.Event, match: selectors.Matcher | None) -> str | None:
     if match is None:
-        return event.type, event.stored.raw
+        return event.type
     now = match(event.stored.obj)
     before = event.prev is not None and match(event.prev.obj)
     if event.type == store.DELETED:
-        return (store.DELETED, event.stored.raw) if before else None
+        return store.DELETED if before else None
     if now:
-        return (store.MODIFIED if before else store.ADDED), event.stored.raw
-    return (store.DELETED, event.stored.raw) if before else None
+        return store.MODIFIED if before else store.ADDED
+    return store.DELETED if before else None
 
 
 def _bookmark(call: Call, rv: int, *, initial_end: bool = False) -> bytes:
@@ -104,7 +113,7 @@ def _backlog(state: ApiState, call: Call, match: selectors.Matcher | None) -> li
             continue
         if call.rt.namespaced and call.namespace and ev.stored.key.namespace != call.namespace:
             continue
-        picked = _filtered(ev, match)
+        picked = _filtered(call.rt, ev, match)
         if picked is not None:
             out.append(_line(picked[0], picked[1]))
     return out
@@ -180,7 +189,7 @@ async def _stream(
         if sub.queue.qsize() > _MAX_BACKLOG:
             return
         chunk = [event, *_drain(sub)]
-        lines = [_line(*p) for e in chunk if (p := _filtered(e, match)) is not None]
+        lines = [_line(*p) for e in chunk if (p := _filtered(call.rt, e, match)) is not None]
         if lines:
             await resp.write(b"".join(lines))
 
