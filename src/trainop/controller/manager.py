@@ -146,6 +146,7 @@ class Manager:
             recorder=self.recorder,
             cluster_domain=self._options.cluster_domain,
             frameworks=self._options.engine.frameworks,
+            gang_scheduler_name=self._options.engine.gang_scheduler_name,
         )
 
     def _cluster_topologies(self) -> TopologySource:

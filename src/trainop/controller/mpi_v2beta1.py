@@ -29,6 +29,7 @@ from trainop.controller.sshkeys import new_key_pair
 from trainop.engine import conditions
 from trainop.engine import mpi_v2beta1 as engine
 from trainop.engine.actions import Action, Create, Delete, Event, Update
+from trainop.engine.gang import scheduler_for
 from trainop.frameworks import mpi_v2beta1 as objects
 from trainop.frameworks.base import FrameworkOptions
 from trainop.kube.client import Client, Obj
@@ -50,8 +51,10 @@ class V2Beta1Reconciler:
         recorder: EventRecorder,
         cluster_domain: str = "",
         frameworks: FrameworkOptions | None = None,
+        gang_scheduler_name: str = "",
         new_keys: Callable[[], objects.SshKeys] = new_key_pair,
     ) -> None:
+        self._gang = scheduler_for(gang_scheduler_name)
         self._frameworks = frameworks or FrameworkOptions()
         self._client = client
         self._clock = clock
@@ -75,6 +78,7 @@ class V2Beta1Reconciler:
             keys=keys,
             cluster_domain=self._domain,
             options=self._frameworks,
+            gang=self._gang,
         )
         if not plan.skipped:
             for action in plan.actions:
@@ -89,12 +93,16 @@ class V2Beta1Reconciler:
     async def _observe(self, raw: Obj, job: api.MPIJobV2Beta1, namespace: str) -> engine.Observed:
         name = job.metadata.name or ""
         found: dict[str, Any] = {}
-        for field, resource, object_name in (
+        wanted = [
             ("launcher", LAUNCHER_JOBS, f"{name}-launcher"),
             ("service", SERVICES, name),
             ("config_map", CONFIGMAPS, f"{name}-config"),
             ("secret", SECRETS, f"{name}-ssh"),
-        ):
+        ]
+        if self._gang is not None:
+            groups = resource_for(api_version=self._gang.api_version, kind="PodGroup")
+            wanted.append(("pod_group", groups, name))
+        for field, resource, object_name in wanted:
             try:
                 obj = await self._client.get(resource, name=object_name, namespace=namespace)
             except errors.NotFoundError:

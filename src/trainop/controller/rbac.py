@@ -114,6 +114,11 @@ RULES: tuple[Rule, ...] = (
              "gang-scheduling PodGroup; deleted when the job finishes or is suspended")
         for group in _PODGROUPS
     ),
+    *(
+        Rule(group, ("podgroups",), ("get",), Need.RECONCILE,
+             "MPIJob v2beta1: its PodGroup read by name")
+        for group in _PODGROUPS
+    ),
     Rule("", ("pods",), ("get",), Need.MPI_ESCALATION,
          "the launcher Role grants get/list/watch on pods"),
     Rule("", ("pods/exec",), ("create",), Need.MPI_ESCALATION,

@@ -31,7 +31,9 @@ from trainop.api.types import (
     ReplicaStatus,
 )
 from trainop.engine import conditions
+from trainop.engine import mpi_v2beta1_gang as gang_scheduling
 from trainop.engine.actions import Action, Create, Delete, Event, Plan, Update
+from trainop.engine.gang import GangScheduler
 from trainop.frameworks import mpi_v2beta1 as objects
 from trainop.frameworks.base import FrameworkOptions
 
@@ -49,6 +51,7 @@ class Observed:
     launcher: Raw | None = None
     workers: tuple[Raw, ...] = ()
     launcher_pods: tuple[Raw, ...] = ()
+    pod_group: Raw | None = None
 
 
 @dataclass(slots=True)
@@ -56,6 +59,7 @@ class _Draft:
     job: api.MPIJobV2Beta1
     now: datetime
     status: JobStatus
+    gang: GangScheduler | None
     actions: list[Action] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
 
@@ -87,6 +91,7 @@ def plan(
     keys: objects.SshKeys | None = None,
     cluster_domain: str = "",
     options: FrameworkOptions | None = None,
+    gang: GangScheduler | None = None,
 ) -> Plan:
     """Everything to do for a v2beta1 ``job`` given ``observed`` at ``now``."""
     job = api.apply_defaults(job)
@@ -97,7 +102,7 @@ def plan(
     if problems:
         warning = Event("Warning", "ValidationError", api.validation_message(problems))
         return Plan((), current, (warning,), skipped=True)
-    draft = _Draft(job, now, current)
+    draft = _Draft(job, now, current, gang)
     ident = f"{job.metadata.namespace}/{job.metadata.name}"
     if not current.conditions:
         draft.set(CREATED, "MPIJobCreated", f"MPIJob {ident} is created.")
@@ -113,11 +118,14 @@ def plan(
     if not done:
         _ensure_shared(draft, observed, keys, cluster_domain)
         if not suspended:
+            _ensure_pod_group(draft, observed)
             workers = _ensure_workers(draft, observed)
         if observed.launcher is None and objects.launcher_may_start(job, workers):
             launcher = objects.launcher_job(
                 job, suspended=suspended, options=options or FrameworkOptions()
             )
+            if gang is not None:
+                gang_scheduling.decorate(job, launcher["spec"]["template"], gang)
             draft.actions.append(Create(launcher))
             template = job.spec.replica_specs[api.LAUNCHER].template.get("spec") or {}
             if template.get("restartPolicy"):
@@ -132,6 +140,7 @@ def plan(
     if suspended:
         for pod in observed.workers:
             draft.actions.append(Delete("v1", "Pod", str(pod["metadata"]["name"])))
+        _delete_pod_group(draft, observed)
         workers = []
     _status(draft, observed, workers, suspended)
     return draft.result()
@@ -212,12 +221,11 @@ def _ensure_workers(draft: _Draft, observed: Observed) -> list[Raw]:
     names = {str(p["metadata"]["name"]) for p in kept}
     for i in range(count):
         if objects.worker_name(job, i) not in names:
-            draft.actions.append(
-                Create(
-                    objects.worker_pod(job, i),
-                    failed=("MPIJobFailed", "worker pod created failed: {error}"),
-                )
-            )
+            pod = objects.worker_pod(job, i)
+            if draft.gang is not None:
+                gang_scheduling.decorate(job, pod, draft.gang)
+            failed = ("MPIJobFailed", "worker pod created failed: {error}")
+            draft.actions.append(Create(pod, failed=failed))
     return kept
 
 
@@ -348,6 +356,24 @@ def _cleanup(draft: _Draft, observed: Observed) -> None:
         phase = (pod.get("status") or {}).get("phase")
         if policy == "All" or phase in ("Running", "Pending", None):
             draft.actions.append(Delete("v1", "Pod", str(pod["metadata"]["name"])))
+    _delete_pod_group(draft, observed)
     statuses = dict(draft.status.replica_statuses or {})
     statuses[api.WORKER] = ReplicaStatus()
     draft.status = draft.status.model_copy(update={"replica_statuses": statuses})
+
+
+def _ensure_pod_group(draft: _Draft, observed: Observed) -> None:
+    """Create the gang's PodGroup, or update its spec when it differs (gang scheduling on)."""
+    if draft.gang is None:
+        return
+    wanted = gang_scheduling.pod_group(draft.job, draft.gang)
+    if observed.pod_group is None:
+        draft.actions.append(Create(wanted))
+    elif observed.pod_group.get("spec") != wanted["spec"]:
+        draft.actions.append(Update(_partial(wanted, spec=wanted["spec"])))
+
+
+def _delete_pod_group(draft: _Draft, observed: Observed) -> None:
+    if draft.gang is not None and observed.pod_group is not None:
+        name = str(draft.job.metadata.name)
+        draft.actions.append(Delete(draft.gang.api_version, "PodGroup", name))

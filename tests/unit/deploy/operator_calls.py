@@ -269,14 +269,17 @@ async def mpi_changes(usage: Usage) -> None:
         assert binding["subjects"][0]["name"] == "custom"
 
 
-async def mpi_v2beta1(usage: Usage) -> None:
+async def mpi_v2beta1(usage: Usage, scheduler: str = "") -> None:
     """MPIJob v2beta1 (V2Beta1Reconciler): objects created, a drifted Service selector, a
     rekeyed Secret, Running workers in the ConfigMap, suspend and resume of the launcher Job,
     success and cleanup; the status written through the subresource."""
     server, clock = FakeClient(), FakeClock()
     client = Recording(server, usage)
     reconciler = V2Beta1Reconciler(
-        client=client, clock=clock, recorder=EventRecorder(client=client, clock=clock)
+        client=client,
+        clock=clock,
+        recorder=EventRecorder(client=client, clock=clock),
+        gang_scheduler_name=scheduler,
     )
     jobs = r.job_resource(kind_info("MPIJob"))
     spec = {"sshAuthMountPath": "/root/.ssh", "runPolicy": {"cleanPodPolicy": "All"}}
@@ -315,6 +318,8 @@ def scenarios() -> dict[str, Scenario]:
     found["elastic-suspended"] = elastic_suspended
     found["mpi-changes"] = mpi_changes
     found["mpi-v2beta1"] = mpi_v2beta1
+    for scheduler in ("volcano", "scheduler-plugins"):
+        found[f"mpi-v2beta1-gang-{scheduler}"] = lambda u, s=scheduler: mpi_v2beta1(u, s)
     return found
 
 

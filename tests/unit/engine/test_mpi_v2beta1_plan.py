@@ -312,3 +312,57 @@ def test_a_template_restart_policy_is_overridden_with_a_warning() -> None:
     assert ("Warning", "SetPodTemplateRestartPolicy") in [(e.type, e.reason) for e in plan.events]
     quiet = v2.plan(job_of(raw_job()), v2.Observed(), NOW, keys=KEYS)
     assert "SetPodTemplateRestartPolicy" not in [e.reason for e in quiet.events]
+
+
+def test_gang_scheduling_with_volcano_and_the_coscheduler() -> None:
+    from trainop.engine.gang import scheduler_for
+
+    raw = raw_job()
+    raw["metadata"]["annotations"] = {"scheduling.volcano.sh/queue-name": "team-q"}
+    specs = raw["spec"]["mpiReplicaSpecs"]
+    specs["Launcher"]["template"]["spec"]["priorityClassName"] = "high"
+    for rtype, cpu in (("Launcher", "1"), ("Worker", "2")):
+        container = copy.deepcopy(specs[rtype]["template"]["spec"]["containers"][0])
+        container["resources"] = {"requests": {"cpu": cpu}}
+        specs[rtype]["template"]["spec"]["containers"] = [container]
+    volcano = scheduler_for("volcano")
+    plan = v2.plan(job_of(raw), v2.Observed(), NOW, keys=KEYS, gang=volcano)
+    assert kinds(plan)[3] == ("Create", "PodGroup", "pi")  # after the Secret, before workers
+    group = plan.actions[3]
+    assert isinstance(group, Create)
+    assert group.body["apiVersion"] == "scheduling.volcano.sh/v1beta1"
+    assert group.body["spec"] == {
+        "minMember": 3,
+        "queue": "team-q",
+        "priorityClassName": "high",
+        "minResources": {"cpu": "5"},
+    }
+    creates = [a for a in plan.actions if isinstance(a, Create)]
+    worker = next(a for a in creates if a.name == "pi-worker-0").body
+    assert worker["spec"]["schedulerName"] == "volcano"
+    assert worker["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "pi"
+    launcher = next(a for a in creates if a.kind == "Job").body["spec"]["template"]
+    assert launcher["spec"]["schedulerName"] == "volcano"
+    assert launcher["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "pi"
+
+    raw["spec"]["runPolicy"] = {"schedulingPolicy": {"minAvailable": 2}}
+    cosched = scheduler_for("scheduler-plugins-scheduler")
+    job = job_of(raw, plan.status)
+    observed = existing(job, pod_group={"spec": {"minMember": 3}})
+    update = v2.plan(job, observed, NOW, gang=cosched)
+    changed = next(a for a in update.actions if isinstance(a, Update) and a.kind == "PodGroup")
+    assert changed.body["spec"] == {
+        "minMember": 2,
+        "scheduleTimeoutSeconds": 0,
+        "minResources": {"cpu": "3"},  # the launcher and one worker fit minMember 2
+    }
+    worker = objects.worker_pod(job, 0)
+    assert "scheduling.x-k8s.io/pod-group" not in worker["metadata"]["labels"]
+    created = v2.plan(job, existing(job, pod_group={"spec": {}}), NOW, gang=cosched)
+    pod = next(a for a in created.actions if isinstance(a, Create) and a.kind == "Pod").body
+    assert pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "pi"
+
+    raw["spec"]["runPolicy"] = {"suspend": True}
+    suspended = job_of(raw, plan.status)
+    gone = v2.plan(suspended, existing(suspended, pod_group={"spec": {}}), NOW, gang=volcano)
+    assert ("Delete", "PodGroup", "pi") in kinds(gone)
