@@ -147,6 +147,7 @@ class Manager:
             cluster_domain=self._options.cluster_domain,
             frameworks=self._options.engine.frameworks,
             gang_scheduler_name=self._options.engine.gang_scheduler_name,
+            metrics=self.metrics,
         )
 
     def _cluster_topologies(self) -> TopologySource:

@@ -18,12 +18,15 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from prometheus_client import Counter, Gauge
+
 from trainop import errors
 from trainop.api import mpi_v2beta1 as api
 from trainop.api.kinds import MPIJOB
 from trainop.api.types import JobStatus
 from trainop.controller.clock import Clock
 from trainop.controller.events import EventRecorder
+from trainop.controller.metrics import Metrics
 from trainop.controller.reconciler import Result
 from trainop.controller.sshkeys import new_key_pair
 from trainop.engine import conditions
@@ -40,6 +43,43 @@ POLL = timedelta(seconds=2)
 LAUNCHER_JOBS = resource_for(api_version="batch/v1", kind="Job")
 
 
+class MpiOperatorMetrics:
+    """mpi-operator's own metrics (mpi-v2beta1-spec 5.2) on the operator's registry, so
+    dashboards built on them keep working: jobs created, successful and failed (evictions not
+    counted), and ``mpi_operator_job_info{launcher, namespace}`` = 1 per launcher Job."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        registry = metrics.registry
+        self.created = Counter(
+            "mpi_operator_jobs_created", "Counts number of MPI jobs created", registry=registry
+        )
+        self.successful = Counter(
+            "mpi_operator_jobs_successful",
+            "Counts number of MPI jobs successful",
+            registry=registry,
+        )
+        self.failed = Counter(
+            "mpi_operator_jobs_failed", "Counts number of MPI jobs failed", registry=registry
+        )
+        self.job_info = Gauge(
+            "mpi_operator_job_info",
+            "Information about MPIJob",
+            ("launcher", "namespace"),
+            registry=registry,
+        )
+
+    def count(self, old: JobStatus, new: JobStatus) -> None:
+        before = {c.type for c in old.conditions or () if c.status == "True"}
+        after = {c.type: c for c in new.conditions or () if c.status == "True"}
+        if not old.conditions and new.conditions:
+            self.created.inc()
+        if "Succeeded" in after and "Succeeded" not in before:
+            self.successful.inc()
+        failed = after.get("Failed")
+        if failed is not None and "Failed" not in before and failed.reason != "MPIJobEvicted":
+            self.failed.inc()
+
+
 class V2Beta1Reconciler:
     """Reconciles one MPIJob with v2beta1 semantics per call (stateless between calls)."""
 
@@ -52,8 +92,11 @@ class V2Beta1Reconciler:
         cluster_domain: str = "",
         frameworks: FrameworkOptions | None = None,
         gang_scheduler_name: str = "",
+        metrics: Metrics | None = None,
         new_keys: Callable[[], objects.SshKeys] = new_key_pair,
     ) -> None:
+        self._metrics = metrics
+        self._mpi_metrics = MpiOperatorMetrics(metrics) if metrics is not None else None
         self._gang = scheduler_for(gang_scheduler_name)
         self._frameworks = frameworks or FrameworkOptions()
         self._client = client
@@ -83,6 +126,12 @@ class V2Beta1Reconciler:
         if not plan.skipped:
             for action in plan.actions:
                 await self._apply(raw, action, namespace)
+            launcher = observed.launcher is not None or any(
+                isinstance(a, Create) and a.kind == "Job" for a in plan.actions
+            )
+            if launcher and self._mpi_metrics is not None:
+                name = f"{job.metadata.name}-launcher"
+                self._mpi_metrics.job_info.labels(launcher=name, namespace=namespace).set(1)
             await self._write_status(raw, job, plan.status)
         for event in plan.events:
             await self._record(raw, event)
@@ -155,7 +204,8 @@ class V2Beta1Reconciler:
             raise
 
     async def _write_status(self, raw: Obj, job: api.MPIJobV2Beta1, status: JobStatus) -> None:
-        if status == (job.status or JobStatus()):
+        old = job.status or JobStatus()
+        if status == old:
             return
         body = copy.deepcopy(raw)
         body["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -165,6 +215,13 @@ class V2Beta1Reconciler:
             namespace=raw["metadata"].get("namespace"),
             subresource="status",
         )
+        namespace = str(raw["metadata"].get("namespace") or "")
+        if self._metrics is not None:
+            self._metrics.count_transitions(
+                namespace=namespace, framework="mpi", old=old, new=status
+            )
+        if self._mpi_metrics is not None:
+            self._mpi_metrics.count(old, status)
 
     async def _record(self, raw: Obj, event: Event) -> None:
         await self._recorder.record(raw, event, component=COMPONENT)

@@ -102,6 +102,14 @@ def test_v1_and_v2beta1_jobs_of_one_name_each_get_their_own_semantics() -> None:
             done = await eventually(succeeded)
             assert done["status"]["completionTime"] == "2026-01-01T00:00:10Z"
             assert done["status"]["replicaStatuses"]["Launcher"] == {"succeeded": 1}
+            exposition = manager.metrics.exposition().decode()
+            assert "mpi_operator_jobs_created_total 1.0" in exposition
+            assert "mpi_operator_jobs_successful_total 1.0" in exposition
+            assert "mpi_operator_jobs_failed_total 0.0" in exposition
+            info = 'mpi_operator_job_info{launcher="pi-launcher",namespace="modern"} 1.0'
+            assert info in exposition
+            created = 'training_operator_jobs_created_total{framework="mpi",job_namespace="modern"}'
+            assert f"{created} 1.0" in exposition
             legacy = await client.get(jobs, name="pi", namespace="legacy")
             assert "Succeeded" not in {c["type"] for c in legacy["status"]["conditions"]}
         finally:
