@@ -56,6 +56,7 @@ CASES = {
     "xgboost/xgboostjob": Case("xgboost/xgboostjob.yaml", ("xgboost",), proofs=3),
     "mpi/allreduce": Case("mpi/allreduce.yaml", ("mpi4py", "mpirun"), proofs=1),
     "mpi/v2beta1-allreduce": Case("mpi/v2beta1-allreduce.yaml", ("mpi4py", "mpirun"), proofs=1),
+    "mpi/v2beta1-pi": Case("mpi/v2beta1-pi.yaml", ("mpi4py", "mpirun"), proofs=1),
     "tensorflow/mwms": Case("tensorflow/mwms.yaml", ("tensorflow",), proofs=2),
     "jax/psum": Case("jax/psum.yaml", ("jax",), proofs=2),
     "paddlepaddle/collective": Case("paddlepaddle/collective.yaml", ("paddle",), proofs=2),
