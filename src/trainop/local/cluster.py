@@ -210,7 +210,9 @@ def process_cluster(
     wanted = resources or NodeResources()
     logs = LogFiles(root)
     engine = config.manager.engine
-    local_engine = dataclasses.replace(engine, frameworks=local_frameworks(engine.frameworks))
+    ssh = config.state_dir / "bin" / "ssh"
+    frameworks = dataclasses.replace(local_frameworks(engine.frameworks), mpi_ssh_command=str(ssh))
+    local_engine = dataclasses.replace(engine, frameworks=frameworks)
     config = dataclasses.replace(
         config, manager=dataclasses.replace(config.manager, engine=local_engine)
     )
@@ -235,7 +237,19 @@ def process_cluster(
             client=client, allocatable=allocatable, node_name=DEFAULT_NODE
         )
 
-    return LocalCluster(config, kubelet=kubelet, log_source=logs, clock=clock, scheduler=scheduler)
+    cluster = LocalCluster(
+        config, kubelet=kubelet, log_source=logs, clock=clock, scheduler=scheduler
+    )
+    _write_ssh_wrapper(ssh)
+    return cluster
+
+
+def _write_ssh_wrapper(path: Path) -> None:
+    """One executable for MPIJob v2beta1 launchers' remote shell (``sshclient``): Intel MPI's
+    and MPICH's Hydra take a path, not a command line (design note 100)."""
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    path.write_text(f'#!/bin/sh\nexec {sshclient.shell_command()} "$@"\n', encoding="utf-8")
+    path.chmod(0o700)
 
 
 @dataclass(frozen=True, slots=True)
