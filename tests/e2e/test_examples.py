@@ -34,6 +34,7 @@ class Case:
     expect: str = ""  # a line the output must contain
     python: str = ""  # the interpreter the replicas use, when not trainop's own
     restarted: str = ""  # the one replica that must have run twice (all others once)
+    mpich: bool = False  # mpi4py must load MPICH (``mpich_env``)
 
 
 CASES = {
@@ -57,6 +58,9 @@ CASES = {
     "mpi/allreduce": Case("mpi/allreduce.yaml", ("mpi4py", "mpirun"), proofs=1),
     "mpi/v2beta1-allreduce": Case("mpi/v2beta1-allreduce.yaml", ("mpi4py", "mpirun"), proofs=1),
     "mpi/v2beta1-pi": Case("mpi/v2beta1-pi.yaml", ("mpi4py", "mpirun"), proofs=1),
+    "mpich/v2beta1-mpich": Case(
+        "mpi/v2beta1-mpich.yaml", ("mpi4py", "mpiexec.hydra"), proofs=1, mpich=True
+    ),
     "tensorflow/mwms": Case("tensorflow/mwms.yaml", ("tensorflow",), proofs=2),
     "jax/psum": Case("jax/psum.yaml", ("jax",), proofs=2),
     "paddlepaddle/collective": Case("paddlepaddle/collective.yaml", ("paddle",), proofs=2),
@@ -70,8 +74,9 @@ def _missing(case: Case) -> list[str]:
     python = ROOT / case.python if case.python else Path(sys.executable)
     if not python.exists():
         return [str(python)]
-    missing = [name for name in case.needs if name == "mpirun" and not shutil.which(name)]
-    modules = [name for name in case.needs if name != "mpirun"]
+    programs = ("mpirun", "mpiexec.hydra")
+    missing = [name for name in case.needs if name in programs and not shutil.which(name)]
+    modules = [name for name in case.needs if name not in programs]
     probe = (
         "import importlib.util, sys;"
         "print(*[m for m in sys.argv[1:] if not importlib.util.find_spec(m)])"
@@ -91,6 +96,8 @@ def test_example_runs_under_trainop_run(name: str, tmp_path: Path) -> None:
         pytest.skip(f"{name}: not installed: {missing}")
     command = [sys.executable, "-m", "trainop.cli.main", "run", f"examples/{case.manifest}"]
     env = {**os.environ, "COLUMNS": "200"}
+    if case.mpich:
+        env |= mpich_env(tmp_path)
     started = time.monotonic()
     done = subprocess.run(
         [*command, "--timeout", "240"],
@@ -123,3 +130,16 @@ def assert_only_restarted(output: str, replica: str) -> None:
     second = re.findall(r"^\[([\w/-]+)\]\s+rank \d+: second run", output, re.MULTILINE)
     assert (first, second) == ([replica], [replica]), (first, second)
     assert replica in joined
+
+
+def mpich_env(tmp_path: Path) -> dict[str, str]:
+    """What PyPI's mpi4py needs to run on MPICH: its MPICH build loads ``libmpi.so.12``, which
+    Debian's MPICH names ``libmpich.so.12`` (beside ``mpiexec.hydra``'s ``../lib/<triplet>``)."""
+    hydra = Path(shutil.which("mpiexec.hydra") or "/usr/bin/mpiexec.hydra").resolve()
+    found = sorted(hydra.parent.parent.glob("lib/*/libmpich.so.12"))
+    assert found, f"no libmpich.so.12 beside {hydra}"
+    links = tmp_path / "mpich-lib"
+    links.mkdir()
+    (links / "libmpi.so.12").symlink_to(found[0])
+    path = os.pathsep.join(p for p in (str(links), os.environ.get("LD_LIBRARY_PATH", "")) if p)
+    return {"LD_LIBRARY_PATH": path, "MPI4PY_LIBMPI": str(links / "libmpi.so.12")}
