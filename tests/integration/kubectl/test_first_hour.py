@@ -406,14 +406,14 @@ def test_attach_follows_output_and_spdy_gets_a_status(
     assert (resp.status, body["kind"], body["reason"]) == (400, "Status", "BadRequest")
     assert "SPDY is not" in body["message"]
     ticker = STUBBORN.format(name="ticker").replace(
-        "time.sleep(300)", "[print('tick', i, flush=True) or time.sleep(0.3) for i in range(15)]"
+        "time.sleep(300)", "[print('tick', i, flush=True) or time.sleep(0.3) for i in range(30)]"
     )
     kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, ticker, "ticker"))
     _started(kubectl, ns, "ticker")
     attached = kubectl.run("attach", "-n", ns, "ticker", timeout=60)
     ticks = [line for line in attached.stdout.splitlines() if line.startswith("tick")]
     assert ticks
-    assert ticks[-1] == "tick 14"  # followed until the container stopped
+    assert ticks[-1] == "tick 29"  # followed until the container stopped
     assert "ready" not in attached.stdout  # output from the attach on, not the whole log
     refused = kubectl.run("attach", "-i", "-n", ns, "att", check=False, stdin="x\n")
     assert refused.returncode == 1
