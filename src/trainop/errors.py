@@ -114,5 +114,10 @@ class GoneError(ApiError):
     """The requested resourceVersion is too old for a watch (410 Gone)."""
 
 
+class BrokenStreamError(ApiError):
+    """A watch stream carried a line that is not a watch event (bad JSON, no type or object):
+    events may have been lost, so a watcher lists afresh rather than trusting its position."""
+
+
 class UnreachableError(ApiError):
     """The API server could not be reached (connection refused, DNS, TLS)."""

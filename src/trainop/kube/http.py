@@ -189,7 +189,7 @@ class HttpClient:
         what = f"watch {resource.plural}"
         async for line in self._lines(resource.path(namespace=namespace), params, what=what):
             if line.strip():
-                yield _watch_event(json.loads(line), what=what)
+                yield _watch_event(line, what=what)
 
     async def stream_log(
         self,
@@ -281,11 +281,23 @@ def _json(content: bytes) -> Any:
         return {"message": content[:200].decode(errors="replace")}
 
 
-def _watch_event(raw: Any, *, what: str) -> WatchEvent:
-    if raw.get("type") == "ERROR":
-        status = raw.get("object") or {}
+_EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK")
+
+
+def _watch_event(line: str, *, what: str) -> WatchEvent:
+    try:
+        raw = json.loads(line)
+    except ValueError as exc:
+        raise errors.BrokenStreamError(f"{what}: a line that is not JSON: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise errors.BrokenStreamError(f"{what}: a line that is not a watch event")
+    event_type, obj = raw.get("type"), raw.get("object")
+    if event_type == "ERROR":
+        status = obj if isinstance(obj, dict) else {}
         raise error_from_status(int(status.get("code", 500)), status, what=what)
-    return WatchEvent(raw["type"], raw["object"])
+    if event_type not in _EVENT_TYPES or not isinstance(obj, dict):
+        raise errors.BrokenStreamError(f"{what}: an event without a known type or an object")
+    return WatchEvent(event_type, obj)
 
 
 async def _split_lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:

@@ -122,6 +122,10 @@ class Informer:
                 failures = 0
             except errors.GoneError:
                 self._version = ""
+            except errors.BrokenStreamError:
+                self._version = ""  # events may be missing: list afresh, after a pause
+                failures += 1
+                await self._sleep(min(self._max_backoff, 0.1 * 2 ** min(failures, 10)))
             except errors.ApiError:
                 failures += 1
                 await self._sleep(min(self._max_backoff, 0.1 * 2 ** min(failures, 10)))
