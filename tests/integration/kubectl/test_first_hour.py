@@ -49,12 +49,24 @@ def _write(tmp_path: Path, text: str, name: str = "obj.yaml") -> str:
     return str(path)
 
 
+def _eventually(read: Callable[[], str], *needles: str, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        text = read()
+        if all(n in text for n in needles) or time.monotonic() > deadline:
+            return text
+        time.sleep(0.2)
+
+
 def test_describe_and_events_show_the_jobs_events(
     kubectl: Kubectl, ns: str, tmp_path: Path
 ) -> None:
     kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, QUICK))
     kubectl.run("wait", "-n", ns, "--for=condition=Succeeded", "pytorchjob/quick", "--timeout=60s")
-    described = kubectl.out("describe", "-n", ns, "pytorchjob", "quick")
+    # Events are recorded in the background: poll until they are there.
+    described = _eventually(
+        lambda: kubectl.out("describe", "-n", ns, "pytorchjob", "quick"), "SuccessfulCreatePod"
+    )
     events = described.split("Events:", 1)[1]
     assert "SuccessfulCreatePod" in events, described
     listed = kubectl.out("events", "-n", ns, "--for", "pytorchjob/quick")
@@ -80,7 +92,9 @@ def test_describe_and_events_show_the_jobs_events(
         "source": {"component": "kubelet"},
     }
     kubectl.run("create", "-n", ns, "-f", _write(tmp_path, json.dumps(event), "event.json"))
-    pod = kubectl.out("describe", "-n", ns, "pod", "quick-master-0")
+    pod = _eventually(
+        lambda: kubectl.out("describe", "-n", ns, "pod", "quick-master-0"), "Started", "HandWritten"
+    )
     assert "HandWritten" in pod.split("Events:", 1)[1]
     for reason in ("Scheduled", "Created", "Started"):  # the scheduler's and kubelet's own
         assert reason in pod.split("Events:", 1)[1], pod
