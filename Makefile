@@ -68,8 +68,9 @@ test-slow: $(STAMP)
 # End-to-end examples (examples/README.md). `make check` runs the core three (PyTorch, XGBoost,
 # MPI); `make e2e-all` adds TensorFlow, JAX, PaddlePaddle and MXNet (its own venv).
 MXVENV  ?= .venv-mxnet
+IMPIVENV ?= .venv-impi
 E2E_RUN := TRAINOP_E2E_REQUIRE=1 $(BIN)/pytest -q -m e2e tests/e2e --durations=0 -rA -s
-CORE    := pytorch or xgboost or (mpi and not mpich)
+CORE    := pytorch or xgboost or (mpi and not mpich and not impi)
 
 e2e-env: $(STAMP)
 	command -v mpirun >/dev/null || { apt-get update && apt-get install -y openmpi-bin libopenmpi-dev; }
@@ -80,6 +81,11 @@ e2e-env-all: e2e-env $(MXVENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[dev,e2e-all]'
 	# MPICH for the MPIJob v2beta1 MPICH example (its mpirun alternative ranks below Open MPI's).
 	command -v mpiexec.hydra >/dev/null || { apt-get update && apt-get install -y mpich; }
+	# Intel MPI for the MPIJob v2beta1 Intel example: PyPI's impi-rt in its own venv, on the
+	# system libfabric (impi-rt's own libfabric dependency is not always on the index).
+	test -x $(IMPIVENV)/bin/mpiexec.hydra || { $(PYTHON) -m venv $(IMPIVENV) && \
+		$(IMPIVENV)/bin/python -m pip install --quiet --no-deps 'impi-rt==2021.19.0'; }
+	ldconfig -p | grep -q libfabric.so.1 || { apt-get update && apt-get install -y libfabric1; }
 	$(BIN)/python -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 
 $(MXVENV)/.installed:
@@ -97,4 +103,4 @@ manifests: $(STAMP)
 	$(BIN)/trainop manifests generate
 
 clean:
-	rm -rf $(VENV) $(MXVENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(MXVENV) $(IMPIVENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

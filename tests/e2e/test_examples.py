@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+IMPI = ROOT / ".venv-impi"  # PyPI's impi-rt (make e2e-env-all)
+IMPI_HYDRA = str(IMPI / "bin" / "mpiexec.hydra")
 PROOF_OK = re.compile(r"^\[([\w/-]+)\]\s+PROOF .* OK$", re.MULTILINE)
 
 
@@ -35,6 +37,7 @@ class Case:
     python: str = ""  # the interpreter the replicas use, when not trainop's own
     restarted: str = ""  # the one replica that must have run twice (all others once)
     mpich: bool = False  # mpi4py must load MPICH (``mpich_env``)
+    intel: bool = False  # Intel MPI from .venv-impi (``intel_env``)
 
 
 CASES = {
@@ -61,6 +64,9 @@ CASES = {
     "mpich/v2beta1-mpich": Case(
         "mpi/v2beta1-mpich.yaml", ("mpi4py", "mpiexec.hydra"), proofs=1, mpich=True
     ),
+    "impi/v2beta1-intel": Case(
+        "mpi/v2beta1-intel.yaml", ("mpi4py", IMPI_HYDRA), proofs=1, intel=True
+    ),
     "tensorflow/mwms": Case("tensorflow/mwms.yaml", ("tensorflow",), proofs=2),
     "jax/psum": Case("jax/psum.yaml", ("jax",), proofs=2),
     "paddlepaddle/collective": Case("paddlepaddle/collective.yaml", ("paddle",), proofs=2),
@@ -76,7 +82,8 @@ def _missing(case: Case) -> list[str]:
         return [str(python)]
     programs = ("mpirun", "mpiexec.hydra")
     missing = [name for name in case.needs if name in programs and not shutil.which(name)]
-    modules = [name for name in case.needs if name not in programs]
+    missing += [name for name in case.needs if name == IMPI_HYDRA and not Path(name).exists()]
+    modules = [name for name in case.needs if name not in (*programs, IMPI_HYDRA)]
     probe = (
         "import importlib.util, sys;"
         "print(*[m for m in sys.argv[1:] if not importlib.util.find_spec(m)])"
@@ -98,6 +105,8 @@ def test_example_runs_under_trainop_run(name: str, tmp_path: Path) -> None:
     env = {**os.environ, "COLUMNS": "200"}
     if case.mpich:
         env |= mpich_env(tmp_path)
+    if case.intel:
+        env |= intel_env()
     started = time.monotonic()
     done = subprocess.run(
         [*command, "--timeout", "240"],
@@ -143,3 +152,19 @@ def mpich_env(tmp_path: Path) -> dict[str, str]:
     (links / "libmpi.so.12").symlink_to(found[0])
     path = os.pathsep.join(p for p in (str(links), os.environ.get("LD_LIBRARY_PATH", "")) if p)
     return {"LD_LIBRARY_PATH": path, "MPI4PY_LIBMPI": str(links / "libmpi.so.12")}
+
+
+def intel_env() -> dict[str, str]:
+    """Intel MPI from ``.venv-impi`` for the launcher and its ranks: its Hydra after this
+    Python (whose mpi4py the ranks import), its libmpi for mpi4py, TCP fabric on one host."""
+    path = os.pathsep.join(
+        [str(Path(sys.executable).parent), str(IMPI / "bin"), os.environ["PATH"]]
+    )
+    libs = os.pathsep.join(p for p in (str(IMPI / "lib"), os.environ.get("LD_LIBRARY_PATH")) if p)
+    return {
+        "PATH": path,
+        "LD_LIBRARY_PATH": libs,
+        "I_MPI_ROOT": str(IMPI),
+        "MPI4PY_LIBMPI": str(IMPI / "lib" / "libmpi.so.12"),
+        "FI_PROVIDER": "tcp",
+    }
