@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from trainop.local.kubelet import processes
-from trainop.local.kubelet.podrun import Launch
+from trainop.local.kubelet.runtime import Launch, Running
 
 # With ``"tty": true`` the command leads a session whose controlling terminal is its stdin
 # (a pseudo terminal the caller made), so the terminal's signals (^C, ^Z) and job control
@@ -55,7 +55,7 @@ _SESSION_LEADER = [
     "    sys.stderr.write(f'exec: {sys.argv[1]!r}: {exc.strerror}\\n')\n"
     "    sys.exit(127)\n",
 ]
-Target = Callable[[str, str, str], Awaitable["tuple[Launch, int] | str"]]
+Target = Callable[[str, str, str], Awaitable["tuple[Launch, Running] | str"]]
 _REQUEST_LIMIT = 1 << 20
 
 
@@ -132,10 +132,11 @@ class ExecServer:
         )
         if isinstance(found, str):
             return {"error": found}
-        launch, group = found
+        launch, running = found
         tty = request.get("tty") is True
+        argv, group = running.exec_argv(command, tty=tty)
         process = await processes.start(
-            [*_SESSION_LEADER, *command] if tty else command,
+            [*_SESSION_LEADER, *argv] if tty else argv,
             env=launch.env,
             cwd=launch.cwd,
             stdin=fds[0],

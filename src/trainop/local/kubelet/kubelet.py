@@ -42,6 +42,7 @@ from trainop.local.kubelet.logfiles import LogFiles
 from trainop.local.kubelet.podrun import Backoff, PodRun, Settings
 from trainop.local.kubelet.podstate import HOST_IP
 from trainop.local.kubelet.reaper import Reaper
+from trainop.local.kubelet.runtime import Launch, Running, Runtime
 from trainop.local.podstatus.render import TERMINAL
 from trainop.local.podstatus.writer import Key, StatusWriter
 
@@ -85,8 +86,10 @@ class ProcessKubelet:
         clock: Clock | None = None,
         logs: LogFiles | None = None,
         max_concurrent_writes: int = 32,
+        container_runtime: Runtime | None = None,
     ) -> None:
         self._client = client
+        self._runtime = container_runtime  # None: host processes (``runtime.HostRuntime``)
         self._config = config
         self._clock = clock or LoopClock()
         self.logs = logs or LogFiles(config.root)
@@ -222,6 +225,7 @@ class ProcessKubelet:
             on_change=self._changed,
             clock=self._clock,
             events=self.events,
+            container_runtime=self._runtime,
         )
         self._runs[key], self._uids[key] = run, run.state.uid
         run.start()
@@ -298,7 +302,7 @@ class ProcessKubelet:
 
     async def _exec_target(
         self, namespace: str, name: str, container: str
-    ) -> tuple[podrun.Launch, int] | str:
+    ) -> tuple[Launch, Running] | str:
         """The container to exec into, waiting up to ``exec_wait`` while the pod is starting.
         Why: an MPI launcher may call before its workers' processes run (upstream's
         kubectl-delivery init container waited for them; local mode has none). The workers
@@ -316,7 +320,7 @@ class ProcessKubelet:
 
     def _exec_lookup(
         self, namespace: str, name: str, container: str
-    ) -> tuple[tuple[podrun.Launch, int] | str, bool]:
+    ) -> tuple[tuple[Launch, Running] | str, bool]:
         """The exec target or why not, and whether that may change (the pod is starting)."""
         run = self._runs.get((namespace, name))
         if run is None:

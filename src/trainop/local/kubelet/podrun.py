@@ -30,7 +30,7 @@ kubelet's Events (``Created``, ``Started``, ``Failed``, ``BackOff``, ``Killing``
 ``events``. ``stop(grace)`` (deletion, kubelet shutdown): no more starts or restarts; SIGTERM
 to every container's process group, SIGKILL to the groups still alive after ``grace`` seconds.
 Every change calls ``on_change``; the kubelet writes the status once per loop turn.
-Neighbours: ``kubelet`` (owns the runs), ``sandbox``, ``environment``, ``processes``,
+Neighbours: ``kubelet`` (owns the runs), ``sandbox``, ``environment``, ``runtime`` (the seam),
 ``logfiles``, ``gpus``, ``podstate``, ``recovery``, ``events``.
 """
 
@@ -50,19 +50,20 @@ from trainop import errors
 from trainop.controller.clock import Clock, LoopClock
 from trainop.kube.client import Client
 from trainop.kube.resources import CONFIGMAPS, SECRETS
-from trainop.local.kubelet import environment, gpus, overlay, processes, recovery, sandbox
+from trainop.local.kubelet import environment, gpus, overlay, recovery, runtime, sandbox
 from trainop.local.kubelet.environment import ConfigError, Node, Sources
 from trainop.local.kubelet.events import PodEvents, PodRef
 from trainop.local.kubelet.logfiles import LogFiles, pump
 from trainop.local.kubelet.podstate import ContainerState, PodState
 from trainop.local.kubelet.reaper import Reaper
+from trainop.local.kubelet.runtime import Launch, Running, StartError
 from trainop.local.podstatus.render import Termination
 
 log = logging.getLogger(__name__)
 
 Raw = dict[str, Any]
 CANNOT_RUN_EXIT_CODE = 128  # what container runtimes report for a container never started
-NO_COMMAND = "images are not pulled in local mode: a container needs an explicit command"
+NO_COMMAND = runtime.NO_COMMAND
 # After a start failed, the container shows kubelet's error reason (RunContainerError,
 # CreateContainerError) this long, then CrashLoopBackOff for the rest of the back-off: a
 # kubelet shows the error until its next pod sync finds the container backing off.
@@ -95,16 +96,6 @@ class Settings:
     exec_address: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Launch:
-    """How to start one container's process."""
-
-    argv: list[str]
-    env: dict[str, str]
-    cwd: Path
-    gpus: int
-
-
 class CannotRun(errors.TrainopError):
     """The pod can never run: it fails with ``reason`` and the message; ``containers`` (not
     started) end ``terminated`` with that reason."""
@@ -131,6 +122,7 @@ class PodRun:
         on_change: Callable[[PodRun], None],
         clock: Clock | None = None,
         events: PodEvents | None = None,
+        container_runtime: runtime.Runtime | None = None,
     ) -> None:
         self.pod = pod
         self.state = initial_state(pod, now())
@@ -141,14 +133,16 @@ class PodRun:
         self._reaper, self._pool, self._now, self._on_change = reaper, pool, now, on_change
         self._clock = clock or LoopClock()
         self._events = events
+        self._runtime = container_runtime or runtime.HostRuntime(reaper)
         self._ref = PodRef(self.state.namespace, self.state.name, self.state.uid)
         self._init_names = {c.name for c in self.state.init_containers}
         self.lost: list[str] = []  # containers whose process an earlier kubelet lost
         self._start_errors: dict[str, tuple[str, str]] = {}  # waiting after a failed start
         self._launches: dict[str, Launch] = {}
         self._overlay: overlay.Overlay | None = None
-        self._processes: dict[str, asyncio.subprocess.Process] = {}
+        self._processes: dict[str, Running] = {}
         self._stopping = asyncio.Event()
+        self._exited: set[str] = set()  # main process ended, run being finished
         self._idle = asyncio.Event()
         self._idle.set()
         self.task: asyncio.Task[None] | None = None
@@ -206,20 +200,20 @@ class PodRun:
         self._stopping.set()
         for name, process in list(self._processes.items()):
             self._event(name, "Normal", "Killing", f"Stopping container {name}")
-            processes.signal_group(process.pid, signal.SIGTERM)
+            process.signal(signal.SIGTERM)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._idle.wait(), timeout=max(grace, 0.0))
         for process in list(self._processes.values()):
-            processes.signal_group(process.pid, signal.SIGKILL)
+            process.signal(signal.SIGKILL)
         await self._idle.wait()
 
-    def exec_target(self, container: str) -> tuple[Launch, int] | None:
-        """The launch settings and process group of a running container, for ``exec``."""
+    def exec_target(self, container: str) -> tuple[Launch, Running] | None:
+        """The launch settings and the run of a running container, for ``exec``."""
         process = self._processes.get(container)
         launch = self._launches.get(container)
-        if process is None or launch is None or process.returncode is not None:
+        if process is None or launch is None or container in self._exited:
             return None
-        return launch, process.pid
+        return launch, process
 
     # --- configuration -------------------------------------------------------------------
 
@@ -288,6 +282,11 @@ class PodRun:
             env={**self._settings.base_env, **self._overlay_env(), **visible},
             cwd=sandbox.working_dir(self.sandbox, container, self._settings.working_dir),
             gpus=gpus.wanted(container),
+            command=environment.argv({"command": container.get("command")}, visible),
+            args=environment.argv({"args": container.get("args")}, visible),
+            volumes=dict(volumes),
+            spec=container,
+            own_env=visible,
         )
 
     def _overlay_env(self) -> dict[str, str]:
@@ -361,15 +360,12 @@ class PodRun:
     async def _run_once(
         self, container: ContainerState, launch: Launch, env: dict[str, str], *, init: bool
     ) -> tuple[int, float]:
-        oom_before, began = processes.oom_kills(), self._clock.now()
+        began = self._clock.now()
         self._start_errors.pop(container.name, None)
         try:
-            if not launch.argv:
-                raise _NoCommandError(NO_COMMAND)
-            process = await processes.start(launch.argv, env=env, cwd=launch.cwd)
-        except (OSError, _NoCommandError) as exc:
-            return self._start_failed(container, launch, exc), 0.0
-        self._reaper.watch(process.pid)
+            process = await self._runtime.start(self._target(container.name), launch, env)
+        except StartError as exc:
+            return self._start_failed(container, exc), 0.0
         self._processes[container.name] = process
         self._idle.clear()
         container.run(self._now(), process.pid)
@@ -380,29 +376,25 @@ class PodRun:
             self.state.phase = "Running"
         self._changed()
         if self.stopping:  # stop() came while the process was starting
-            processes.signal_group(process.pid, signal.SIGKILL)
+            process.signal(signal.SIGKILL)
         returncode = await self._wait(container, process)
-        code = processes.exit_code(returncode)
-        reason = processes.reason(
-            returncode, killed_by_kubelet=self.stopping, oom_before=oom_before
-        )
+        code, reason = await process.outcome(returncode, killed_by_kubelet=self.stopping)
         ended = Termination(code, reason, container.running_since, self._now())
         container.end(ended)
         self._record(container, ended)
         self._changed()
         return code, (self._clock.now() - began).total_seconds()
 
-    def _start_failed(
-        self, container: ContainerState, launch: Launch, exc: OSError | _NoCommandError
-    ) -> int:
-        """A process that could not be started: ``terminated`` 128 with the reason, as a
+    def _target(self, name: str) -> runtime.Target:
+        hostname = str(self.pod["spec"].get("hostname") or self.state.name)
+        state = self.state
+        return runtime.Target(state.namespace, state.name, state.uid, name, hostname)
+
+    def _start_failed(self, container: ContainerState, exc: StartError) -> int:
+        """A container that could not be started: ``terminated`` 128 with the reason, as a
         container runtime reports a container whose start failed; the policy then decides."""
-        if isinstance(exc, _NoCommandError):
-            reason, message = "ContainerCannotRun", str(exc)
-            self._start_errors[container.name] = ("CreateContainerError", message)
-        else:
-            reason, message = "StartError", processes.describe_start_error(launch.argv, exc)
-            self._start_errors[container.name] = ("RunContainerError", message)
+        reason, message = exc.reason, str(exc)
+        self._start_errors[container.name] = (exc.waiting, message)
         ended = self._never_ran(reason, message)
         container.start_failed(ended)
         self._record(container, ended)
@@ -435,11 +427,9 @@ class PodRun:
                 self.state.reason, self.state.message = ended.reason, message
                 return
 
-    async def _wait(self, container: ContainerState, process: asyncio.subprocess.Process) -> int:
+    async def _wait(self, container: ContainerState, process: Running) -> int:
         path = self.sandbox.logs(container.name) / f"{container.restart_count}.log"
         sink = self._logs.open(path)
-        assert process.stdout is not None
-        assert process.stderr is not None
         pumps = [
             asyncio.ensure_future(pump(self._logs, path, sink, "stdout", process.stdout)),
             asyncio.ensure_future(pump(self._logs, path, sink, "stderr", process.stderr)),
@@ -447,11 +437,12 @@ class PodRun:
         try:
             returncode = await process.wait()
         finally:
-            processes.signal_group(process.pid, signal.SIGKILL)  # what the process left behind
-            self._reaper.forget(process.pid)
+            self._exited.add(container.name)
+            await process.finish()  # what the process left behind
             await asyncio.gather(*pumps, return_exceptions=True)
             self._logs.close(path, sink)
             del self._processes[container.name]
+            self._exited.discard(container.name)
             if not self._processes:
                 self._idle.set()
         return returncode
@@ -576,11 +567,13 @@ def _pod_id(run: PodRun) -> str:
     return f"{state.name}_{state.namespace}({state.uid})"
 
 
-class _NoCommandError(Exception):
-    """A container without ``command``: images are not pulled, so nothing can run."""
-
-
-_EXPLAINED = ("ContainerCannotRun", "StartError", recovery.LOST_REASON)
+_EXPLAINED = (
+    "ContainerCannotRun",
+    "StartError",
+    "ErrImagePull",
+    "ErrImageNeverPull",
+    recovery.LOST_REASON,
+)
 
 
 def _maybe(convert: Callable[[Raw], dict[str, str]], obj: Raw | None) -> dict[str, str] | None:

@@ -1,0 +1,173 @@
+"""The runtime seam: what starts, signals, waits for and execs into one container run.
+
+Everything else about a pod (its state machine, restarts and back-off, sandbox and volumes,
+env, logs, status, events, recovery records) lives in ``podrun`` and is shared by every
+runtime; a runtime only turns a resolved ``Launch`` into a running thing and back into an
+exit. Two implementations:
+
+- ``HostRuntime`` (here): the container is a host process group (``processes``), today's
+  process kubelet;
+- ``containers.ContainerRuntime``: the container is an OCI container run by Podman.
+
+A start that fails raises ``StartError`` with the terminated reason (``StartError``,
+``ContainerCannotRun``, ``ErrImagePull`` ...) and the waiting reason kubelet shows right after
+it (``RunContainerError``, ``CreateContainerError``, ``ErrImagePull`` ...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from trainop.local.kubelet import processes
+from trainop.local.kubelet.reaper import Reaper
+
+Raw = dict[str, Any]
+NO_COMMAND = "images are not pulled in local mode: a container needs an explicit command"
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """How to start one container: resolved by ``podrun``, the same for every runtime.
+
+    ``argv`` is ``command`` + ``args`` expanded (empty without ``command``); ``command`` and
+    ``args`` are the same words kept apart (an image runtime combines them with the image's
+    entrypoint and cmd); ``volumes`` maps each pod volume to its host directory; ``spec`` is
+    the container as the manifest wrote it."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    gpus: int
+    command: list[str] = field(default_factory=list)
+    args: list[str] = field(default_factory=list)
+    volumes: dict[str, Path] = field(default_factory=dict)
+    spec: Raw = field(default_factory=dict)
+    own_env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Which pod a container belongs to (names for the runtime's objects and labels)."""
+
+    namespace: str
+    pod: str
+    uid: str
+    container: str
+    hostname: str
+
+
+class StartError(Exception):
+    """A container that could not be started: ``reason`` ends it (``terminated``),
+    ``waiting`` is what kubelet shows just after, ``str()`` the runtime's message."""
+
+    def __init__(self, reason: str, waiting: str, message: str) -> None:
+        super().__init__(message)
+        self.reason, self.waiting = reason, waiting
+
+
+class Running(Protocol):
+    """One started container run."""
+
+    @property
+    def pid(self) -> int:
+        """A process id to show (the host process, or the runtime's client process)."""
+        ...
+
+    @property
+    def stdout(self) -> asyncio.StreamReader: ...
+
+    @property
+    def stderr(self) -> asyncio.StreamReader: ...
+
+    async def wait(self) -> int:
+        """Wait for the run's main process; its status as ``asyncio`` reports one."""
+        ...
+
+    def signal(self, signum: int) -> bool:
+        """Send ``signum`` to the container; False when nothing is left to signal."""
+        ...
+
+    async def finish(self) -> None:
+        """After the main process ended: kill what it left and release what it held."""
+        ...
+
+    async def outcome(self, returncode: int, *, killed_by_kubelet: bool) -> tuple[int, str]:
+        """Kubernetes' exit code and reason (``Completed``, ``Error``, ``OOMKilled``)."""
+        ...
+
+    def exec_argv(self, command: list[str], *, tty: bool) -> tuple[list[str], int]:
+        """The argv that runs ``command`` inside this container and the process group to
+        place it in (0: a new one)."""
+        ...
+
+
+class Runtime(Protocol):
+    """Starts container runs (see the module docstring)."""
+
+    async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
+        """Start one run of the container (``StartError`` when it cannot)."""
+        ...
+
+
+class HostProcess:
+    """A container run as a host process group."""
+
+    def __init__(self, process: asyncio.subprocess.Process, reaper: Reaper) -> None:
+        self._process, self._reaper = process, reaper
+        self._oom_before = processes.oom_kills()
+        reaper.watch(process.pid)
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def stdout(self) -> asyncio.StreamReader:
+        assert self._process.stdout is not None
+        return self._process.stdout
+
+    @property
+    def stderr(self) -> asyncio.StreamReader:
+        assert self._process.stderr is not None
+        return self._process.stderr
+
+    async def wait(self) -> int:
+        return await self._process.wait()
+
+    def signal(self, signum: int) -> bool:
+        return processes.signal_group(self._process.pid, signum)
+
+    async def finish(self) -> None:
+        processes.signal_group(self._process.pid, signal.SIGKILL)  # what the process left behind
+        self._reaper.forget(self._process.pid)
+
+    async def outcome(self, returncode: int, *, killed_by_kubelet: bool) -> tuple[int, str]:
+        reason = processes.reason(
+            returncode, killed_by_kubelet=killed_by_kubelet, oom_before=self._oom_before
+        )
+        return processes.exit_code(returncode), reason
+
+    def exec_argv(self, command: list[str], *, tty: bool) -> tuple[list[str], int]:
+        return command, self._process.pid
+
+
+class HostRuntime:
+    """Containers as host processes (the process kubelet, ``processes``)."""
+
+    def __init__(self, reaper: Reaper) -> None:
+        self._reaper = reaper
+
+    async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
+        if not launch.argv:
+            raise StartError("ContainerCannotRun", "CreateContainerError", NO_COMMAND)
+        try:
+            process = await processes.start(launch.argv, env=env, cwd=launch.cwd)
+        except OSError as exc:
+            message = processes.describe_start_error(launch.argv, exc)
+            raise StartError("StartError", "RunContainerError", message) from exc
+        return HostProcess(process, self._reaper)
