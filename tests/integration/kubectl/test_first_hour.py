@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
+import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.stream import stream
@@ -47,6 +48,14 @@ def _write(tmp_path: Path, text: str, name: str = "obj.yaml") -> str:
     path = tmp_path / name
     path.write_text(text)
     return str(path)
+
+
+def _needs(kubectl: Kubectl, minor: int, what: str) -> None:
+    """Skip unless kubectl is 1.``minor`` or newer (older ones stream ``what`` over SPDY)."""
+    version = json.loads(kubectl.out("version", "--client", "-o", "json"))["clientVersion"]
+    have = int("".join(ch for ch in version.get("minor", "0") if ch.isdigit()) or 0)
+    if have < minor:
+        pytest.skip(f"kubectl 1.{have} streams {what} over SPDY; local mode needs WebSocket")
 
 
 def _eventually(read: Callable[[], str], *needles: str, timeout: float = 30) -> str:
@@ -247,6 +256,7 @@ def test_get_nodes_shows_the_local_node(kubectl: Kubectl) -> None:
 
 
 def test_exec_into_a_running_container(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    _needs(kubectl, 30, "exec")
     kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="box"), "box"))
     _started(kubectl, ns, "box")
     hostname = Path("/etc/hostname").read_text()
@@ -270,6 +280,7 @@ def test_exec_into_a_running_container(kubectl: Kubectl, ns: str, tmp_path: Path
 
 
 def test_cp_rides_on_exec(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    _needs(kubectl, 30, "exec")
     kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="cpbox"), "cpbox"))
     _started(kubectl, ns, "cpbox")
     source = tmp_path / "source.txt"
@@ -308,6 +319,7 @@ SERVE = (
 
 
 def test_port_forward_reaches_the_pods_port(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    _needs(kubectl, 31, "port-forward")
     remote, local = _free_port(), _free_port()
     (tmp_path / "hello.txt").write_text("hello through port-forward\n")
     pod = SERVER.format(code=SERVE.format(port=remote))
@@ -402,6 +414,7 @@ def test_exec_with_a_terminal_over_v4(kubectl: Kubectl, ns: str, tmp_path: Path)
 def test_attach_follows_output_and_spdy_gets_a_status(
     kubectl: Kubectl, ns: str, tmp_path: Path
 ) -> None:
+    _needs(kubectl, 30, "attach")
     kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="att"), "att"))
     _started(kubectl, ns, "att")
     endpoint = rawhttps.Endpoint.load(Path(kubectl.env["KUBECONFIG"]))
@@ -476,6 +489,7 @@ spec:
 
 
 def test_exec_into_a_running_replica(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    _needs(kubectl, 30, "exec")
     kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, HUNG))
     deadline = time.monotonic() + 60
     while "up" not in kubectl.run("logs", "-n", ns, "hung-master-0", check=False).stdout:
