@@ -78,7 +78,9 @@ def assert_private(state: Path, user: str, *paths: Path) -> None:
             path = Path(directory) / name
             if path.is_symlink() or "volumes" in path.relative_to(state).parts:
                 continue  # volume files keep their defaultMode/mode, under 0700 directories
-            allowed = {0o600, 0o700} if "pyenv" in path.parts else {0o600}  # its launchers
+            # Executables: the per-pod venv's launchers, MPI's ssh wrapper (bin/ssh).
+            executable = "pyenv" in path.parts or path == state / "bin" / "ssh"
+            allowed = {0o600, 0o700} if executable else {0o600}
             assert stat.S_IMODE(path.lstat().st_mode) in allowed, path
     assert stat.S_IMODE(state.stat().st_mode) == 0o700
 
