@@ -29,6 +29,7 @@ from trainop.api.types import Job
 from trainop.cli import signals
 from trainop.cli.limits import limit_options
 from trainop.kube.resources import job_resource
+from trainop.local import runtimes
 from trainop.local.apiserver import Limits
 from trainop.local.apiserver.limits import replica_errors
 from trainop.local.cluster import ClusterConfig, process_cluster
@@ -73,6 +74,13 @@ class ConsoleReporter:
 )
 @click.option("--keep", is_flag=True, help="Keep the session up after the job ends (Ctrl-C).")
 @click.option("-n", "--namespace", default=None, help="Namespace (default: the manifest's).")
+@click.option(
+    "--runtime",
+    type=click.Choice(runtimes.CHOICES),
+    default="process",
+    show_default=True,
+    help="Run containers as host processes, Podman containers, or pick (auto).",
+)
 @limit_options
 def run(
     path: Path,
@@ -80,6 +88,7 @@ def run(
     state_dir: Path | None,
     keep: bool,
     namespace: str | None,
+    runtime: str,
     limits: Limits,
 ) -> None:
     """Run JOB.yaml on this machine with the same controller as a cluster, and follow it."""
@@ -90,7 +99,14 @@ def run(
             state_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="trainop-")))
         code = asyncio.run(
             _session(
-                job, raw, state_dir, timeout=timeout, keep=keep, console=console, limits=limits
+                job,
+                raw,
+                state_dir,
+                timeout=timeout,
+                keep=keep,
+                console=console,
+                limits=limits,
+                runtime=runtime,
             )
         )
     sys.exit(code)
@@ -136,12 +152,19 @@ async def _session(
     keep: bool,
     console: Console,
     limits: Limits,
+    runtime: str = "process",
 ) -> int:
     stop = signals.StopSignals()
     stop.install()
     config = ClusterConfig(state_dir=state_dir, limits=limits)
     try:
-        async with process_cluster(config, working_dir=Path.cwd()) as cluster:
+        choice = await runtimes.choose(runtime, state_dir=state_dir, job=raw)
+        if runtime != "process":
+            console.print(choice.line, style="dim")
+        cluster_of = process_cluster(
+            config, working_dir=Path.cwd(), container_runtime=choice.runtime
+        )
+        async with cluster_of as cluster:
             namespace = job.metadata.namespace or "default"
             if await ensure_namespace(cluster.client, namespace):
                 console.print(f"namespace/{namespace} created", style="dim")

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from trainop import errors
 from trainop.controller.clock import Clock, LoopClock
 from trainop.controller.manager import Manager, ManagerOptions
+from trainop.controller.topologies import ClusterTopologySource, TopologySource
 from trainop.frameworks.base import FrameworkOptions
 from trainop.kube.client import Client
 from trainop.kube.http import HttpClient
@@ -41,6 +42,7 @@ from trainop.local.kubelet import (
     gpus,
     sshclient,
 )
+from trainop.local.kubelet.runtime import Runtime
 from trainop.local.topology import LocalTopologySource
 
 
@@ -78,8 +80,10 @@ class LocalCluster:
         log_source: LogSource | None = None,
         clock: Clock | None = None,
         scheduler: SchedulerFactory | None = None,
+        cluster_addressing: bool = False,
     ) -> None:
         self._config = config
+        self._cluster_addressing = cluster_addressing  # names and template ports (containers)
         self._kubelet_factory = kubelet
         self._scheduler_factory = scheduler
         self._clock = clock or LoopClock()
@@ -114,8 +118,10 @@ class LocalCluster:
             await install_crds(self._client)
             if self._scheduler_factory is not None:
                 await _install_each(self._client, scheduler_module.podgroup_crds())
-            pool = ports.PortPool(ports=self._config.ports)
-            topologies = LocalTopologySource(client=self._client, pool=pool)
+            topologies: TopologySource = ClusterTopologySource()
+            if not self._cluster_addressing:
+                pool = ports.PortPool(ports=self._config.ports)
+                topologies = LocalTopologySource(client=self._client, pool=pool)
             self.manager = Manager(
                 client=self._client,
                 clock=self._clock,
@@ -200,18 +206,23 @@ def process_cluster(
     working_dir: Path | None = None,
     clock: Clock | None = None,
     resources: NodeResources | None = None,
+    container_runtime: Runtime | None = None,
 ) -> LocalCluster:
     """A local cluster whose pods run as processes (``trainop run``, ``trainop local up``);
     ``clock`` (tests) times the controller and the kubelet's back-offs.
 
     The local scheduler binds pods that fit the node's resources (the machine's, or
-    ``resources``' overrides); the kubelet runs only bound pods."""
+    ``resources``' overrides); the kubelet runs only bound pods. With ``container_runtime``
+    (``containers.ContainerRuntime``) the pods run as containers and reach each other by the
+    names and ports a cluster uses (note 095)."""
     root = config.state_dir / "pods"
     wanted = resources or NodeResources()
     logs = LogFiles(root)
     engine = config.manager.engine
     ssh = config.state_dir / "bin" / "ssh"
     frameworks = dataclasses.replace(local_frameworks(engine.frameworks), mpi_ssh_command=str(ssh))
+    if container_runtime is not None:  # no init container to wait for DNS: names resolve
+        frameworks = dataclasses.replace(engine.frameworks, wait_for_peer_dns=False)
     local_engine = dataclasses.replace(engine, frameworks=frameworks)
     config = dataclasses.replace(
         config, manager=dataclasses.replace(config.manager, engine=local_engine)
@@ -227,7 +238,13 @@ def process_cluster(
             memory=wanted.memory,
             node_cpus=wanted.cpus,  # exact, for the Node object (``cpus`` is rounded up)
         )
-        return ProcessKubelet(client=client, config=settings, clock=clock, logs=logs)
+        return ProcessKubelet(
+            client=client,
+            config=settings,
+            clock=clock,
+            logs=logs,
+            container_runtime=container_runtime,
+        )
 
     def scheduler(client: HttpClient) -> Kubelet:
         allocatable = scheduler_module.machine_allocatable(
@@ -238,7 +255,12 @@ def process_cluster(
         )
 
     cluster = LocalCluster(
-        config, kubelet=kubelet, log_source=logs, clock=clock, scheduler=scheduler
+        config,
+        kubelet=kubelet,
+        log_source=logs,
+        clock=clock,
+        scheduler=scheduler,
+        cluster_addressing=container_runtime is not None,
     )
     _write_ssh_wrapper(ssh)
     return cluster

@@ -36,6 +36,9 @@ FATAL_REASONS = frozenset(
         "CreateContainerConfigError",
         "CreateContainerError",
         "RunContainerError",
+        "ErrImagePull",  # an image that cannot be pulled now will not be pulled later offline
+        "ErrImageNeverPull",
+        "ImagePullBackOff",
     }
 )
 

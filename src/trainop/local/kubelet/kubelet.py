@@ -156,6 +156,8 @@ class ProcessKubelet:
             exec_address=self._exec.address,
         )
         self._spawn(self.node.run())
+        if self._runtime is not None:
+            await self._runtime.open()
         try:
             await self._informer.run()
         finally:
@@ -172,6 +174,8 @@ class ProcessKubelet:
         await asyncio.gather(
             *(r.stop(self._config.shutdown_grace) for r in runs), return_exceptions=True
         )
+        if self._runtime is not None:
+            await self._runtime.close()
         for task in list(self._tasks):
             task.cancel()
         self.writer.cancel()

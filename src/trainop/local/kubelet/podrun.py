@@ -137,7 +137,7 @@ class PodRun:
         self._ref = PodRef(self.state.namespace, self.state.name, self.state.uid)
         self._init_names = {c.name for c in self.state.init_containers}
         self.lost: list[str] = []  # containers whose process an earlier kubelet lost
-        self._start_errors: dict[str, tuple[str, str]] = {}  # waiting after a failed start
+        self._start_errors: dict[str, StartError] = {}  # waiting after a failed start
         self._launches: dict[str, Launch] = {}
         self._overlay: overlay.Overlay | None = None
         self._processes: dict[str, Running] = {}
@@ -286,7 +286,7 @@ class PodRun:
             args=environment.argv({"args": container.get("args")}, visible),
             volumes=dict(volumes),
             spec=container,
-            own_env=visible,
+            pod_env={"HOSTNAME": extra["HOSTNAME"], **own},
         )
 
     def _overlay_env(self) -> dict[str, str]:
@@ -339,11 +339,15 @@ class PodRun:
                 start_error = self._start_errors.get(container.name)
                 shown = min(SYNC_PERIOD, delay) if start_error else 0.0
                 if start_error:  # kubelet's first status after it: the error itself
-                    container.wait(*start_error)
+                    container.wait(start_error.waiting, str(start_error))
                     self._changed()
                     if await self._backed_off(shown):
                         return False
-                container.wait("CrashLoopBackOff", _backoff_message(self, container, delay))
+                if start_error and start_error.image:  # kubelet backs off pulling instead
+                    message = f'Back-off pulling image "{start_error.image}"'
+                    container.wait("ImagePullBackOff", message)
+                else:
+                    container.wait("CrashLoopBackOff", _backoff_message(self, container, delay))
                 self._event(
                     container.name,
                     "Warning",
@@ -394,7 +398,7 @@ class PodRun:
         """A container that could not be started: ``terminated`` 128 with the reason, as a
         container runtime reports a container whose start failed; the policy then decides."""
         reason, message = exc.reason, str(exc)
-        self._start_errors[container.name] = (exc.waiting, message)
+        self._start_errors[container.name] = exc
         ended = self._never_ran(reason, message)
         container.start_failed(ended)
         self._record(container, ended)

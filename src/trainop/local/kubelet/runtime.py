@@ -37,7 +37,8 @@ class Launch:
     ``argv`` is ``command`` + ``args`` expanded (empty without ``command``); ``command`` and
     ``args`` are the same words kept apart (an image runtime combines them with the image's
     entrypoint and cmd); ``volumes`` maps each pod volume to its host directory; ``spec`` is
-    the container as the manifest wrote it."""
+    the container as the manifest wrote it; ``pod_env`` the variables the pod itself defines
+    (its ``env``/``envFrom`` and ``HOSTNAME``), without the host's and the sandbox's."""
 
     argv: list[str]
     env: dict[str, str]
@@ -47,7 +48,7 @@ class Launch:
     args: list[str] = field(default_factory=list)
     volumes: dict[str, Path] = field(default_factory=dict)
     spec: Raw = field(default_factory=dict)
-    own_env: dict[str, str] = field(default_factory=dict)
+    pod_env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +66,10 @@ class StartError(Exception):
     """A container that could not be started: ``reason`` ends it (``terminated``),
     ``waiting`` is what kubelet shows just after, ``str()`` the runtime's message."""
 
-    def __init__(self, reason: str, waiting: str, message: str) -> None:
+    def __init__(self, reason: str, waiting: str, message: str, *, image: str = "") -> None:
         super().__init__(message)
         self.reason, self.waiting = reason, waiting
+        self.image = image  # an image that could not be pulled: ImagePullBackOff, not CrashLoop
 
 
 class Running(Protocol):
@@ -108,6 +110,14 @@ class Running(Protocol):
 
 class Runtime(Protocol):
     """Starts container runs (see the module docstring)."""
+
+    async def open(self) -> None:
+        """Prepare before the first pod (and clean what an earlier session left)."""
+        ...
+
+    async def close(self) -> None:
+        """After the last pod stopped: remove whatever the runtime made."""
+        ...
 
     async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
         """Start one run of the container (``StartError`` when it cannot)."""
@@ -161,6 +171,12 @@ class HostRuntime:
 
     def __init__(self, reaper: Reaper) -> None:
         self._reaper = reaper
+
+    async def open(self) -> None:
+        """Nothing to prepare: the reaper watches the processes."""
+
+    async def close(self) -> None:
+        """Nothing left: every process group was killed with its pod."""
 
     async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
         if not launch.argv:

@@ -1,0 +1,32 @@
+#!/bin/sh
+# Build the container e2e test's images without a registry (note 095):
+#   localhost/trainop-debian-py:12   Debian bookworm minbase + python3 (mmdebstrap, imported)
+#   localhost/trainop-ddp:1          + CPU torch (from this machine's wheel directories) and
+#                                    /opt/train/ddp.py; no ENTRYPOINT
+#   localhost/trainop-ddp-entry:1    the same with ENTRYPOINT ["python3", "/opt/train/ddp.py"]
+# Skips (exit 0, a message) when podman or mmdebstrap is missing. STATE: a scratch directory.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+state=${STATE:-${TMPDIR:-/tmp}/trainop-container-images}
+if ! command -v podman >/dev/null 2>&1 || ! command -v mmdebstrap >/dev/null 2>&1; then
+    echo "container-images: podman or mmdebstrap missing (make container-env): skipped"
+    exit 0
+fi
+mkdir -p "$state"
+printf '[containers]\ndefault_ulimits = []\n' > "$state/containers.conf"
+export CONTAINERS_CONF="$state/containers.conf"
+podman="podman --runtime runc --cgroup-manager cgroupfs"
+if ! $podman image exists localhost/trainop-debian-py:12; then
+    mmdebstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
+        bookworm "$state/rootfs.tar"
+    $podman import "$state/rootfs.tar" localhost/trainop-debian-py:12
+    rm -f "$state/rootfs.tar"
+fi
+mounts=""
+for dir in /opt/wheels:/wheels /opt/pypi:/pypi /etc/ssl/certs/ca-certificates.crt:/host-ca.crt; do
+    [ -e "${dir%%:*}" ] && mounts="$mounts -v $dir:ro"
+done
+# shellcheck disable=SC2086
+$podman build --network host $mounts -t localhost/trainop-ddp:1 -f "$here/Containerfile.train" "$here"
+$podman build -t localhost/trainop-ddp-entry:1 -f "$here/Containerfile.entrypoint" "$here"
+echo "container-images: built localhost/trainop-ddp:1 and localhost/trainop-ddp-entry:1"

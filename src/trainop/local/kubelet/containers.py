@@ -1,0 +1,377 @@
+"""The container runtime: each container run is an OCI container run by Podman (note 095).
+
+Talks to Podman through its CLI and only through its machine-readable output
+(``--format json``, exit statuses); never by reading human-readable text. Every podman call
+carries ``--runtime runc --cgroup-manager cgroupfs`` and runs with ``CONTAINERS_CONF``
+pointing at a file in the session's state directory whose ``[containers] default_ulimits``
+is empty (the default ulimits and crun fail on these machines).
+
+One run of a container is ``podman run`` in the foreground (no ``--rm``): its output is the
+container's, SIGTERM to the client is proxied into the container, and after it ends
+``podman inspect`` gives the exit code and ``OOMKilled``; the container is then removed.
+What the pod resolved is used as a cluster would: the image's entrypoint and cmd combined
+with ``command``/``args`` as kubelet does, ``workingDir``, the pod's env (not the host's), its
+volumes bind-mounted at their real ``mountPath``s (``readOnly`` as ``ro``), and
+``imagePullPolicy`` with kubelet's waiting reasons.
+
+Network: one bridge network per session (``trainop-<session>``, with Podman's DNS): each
+container's hostname is its pod's hostname and the pod name (and ``<pod>.<ns>.svc``) are its
+aliases, so the operator's Service names resolve and the manifest's ports are used as they
+are. Where no network can be created, containers share the host's network.
+
+Everything created carries the labels ``trainop.session=<id>`` and ``trainop.pod=<ns>/<name>``
+(and the state directory and owning process id); ``open`` removes what an earlier session
+left (one in the same state directory, or one whose process is gone: a SIGKILLed session),
+``close`` removes what this one made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import shutil
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainop.local.kubelet import processes
+from trainop.local.kubelet.runtime import Launch, Running, StartError, Target
+
+log = logging.getLogger(__name__)
+
+SESSION_LABEL = "trainop.session"
+POD_LABEL = "trainop.pod"
+STATE_LABEL = "trainop.state"
+OWNER_LABEL = "trainop.owner"  # the process id of the session that made it
+CONF = "[containers]\ndefault_ulimits = []\n"
+_BASE = ("--runtime", "runc", "--cgroup-manager", "cgroupfs")
+_SAFE = str.maketrans(dict.fromkeys("/:@ ", "-"))
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A finished podman call."""
+
+    code: int
+    out: str
+    err: str
+
+    @property
+    def message(self) -> str:
+        return self.err.strip() or self.out.strip() or f"podman exited with {self.code}"
+
+    @property
+    def last_line(self) -> str:
+        """The message's last line (podman's ``Error: ...``; warnings before it are retries)."""
+        return self.message.splitlines()[-1]
+
+
+class Podman:
+    """The podman CLI with this session's settings."""
+
+    def __init__(self, state_dir: Path, *, binary: str = "podman") -> None:
+        self.state_dir = state_dir
+        self.binary = binary
+        self.conf = state_dir / "containers.conf"
+
+    def write_conf(self) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.conf.write_text(CONF, encoding="utf-8")
+
+    def argv(self, *words: str) -> list[str]:
+        return [self.binary, *_BASE, *words]
+
+    def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        return {**os.environ, **(extra or {}), "CONTAINERS_CONF": str(self.conf)}
+
+    async def call(self, *words: str) -> Reply:
+        process = await asyncio.create_subprocess_exec(
+            *self.argv(*words),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=self.env(),
+        )
+        out, err = await process.communicate()
+        assert process.returncode is not None
+        return Reply(process.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+
+    async def json(self, *words: str) -> Any:
+        """The JSON a call printed (None when it failed or printed nothing)."""
+        reply = await self.call(*words)
+        if reply.code != 0 or not reply.out.strip():
+            return None
+        try:
+            return json.loads(reply.out)
+        except ValueError:
+            return None
+
+
+def available(binary: str = "podman") -> bool:
+    """Whether a podman CLI is installed (``works`` says whether it can run containers)."""
+    return shutil.which(binary) is not None
+
+
+class ContainerRuntime:
+    """Containers as Podman containers (see the module docstring)."""
+
+    def __init__(self, podman: Podman, *, session: str, network: bool = True) -> None:
+        self._podman = podman
+        self.session = session
+        self._want_network = network
+        self.network = ""  # the session's network, "" for the host's
+
+    @property
+    def network_name(self) -> str:
+        return f"trainop-{self.session}"
+
+    async def open(self) -> None:
+        """Write the configuration, reap an earlier session's leftovers, make the network."""
+        self._podman.write_conf()
+        await self.reap_stale()
+        if not self._want_network:
+            return
+        reply = await self._podman.call(
+            "network",
+            "create",
+            "--label",
+            f"{SESSION_LABEL}={self.session}",
+            "--label",
+            f"{STATE_LABEL}={self._podman.state_dir}",
+            "--label",
+            f"{OWNER_LABEL}={os.getpid()}",
+            self.network_name,
+        )
+        if reply.code == 0:
+            self.network = self.network_name
+        else:
+            log.warning("no container network (%s): containers use the host's", reply.message)
+
+    async def close(self) -> None:
+        """Remove every container and the network of this session."""
+        await self.reap(by=SESSION_LABEL, value=self.session)
+
+    async def reap_stale(self) -> None:
+        """Remove what sessions that are gone (or used this state directory) left."""
+        label = f"label={SESSION_LABEL}"
+        found = await self._podman.json("ps", "-a", "--filter", label, "--format", "json")
+        networks = await self._podman.json("network", "ls", "--filter", label, "--format", "json")
+        stale = set()
+        for labels in [
+            *((c.get("Labels") or {}) for c in found or []),
+            *((n.get("labels") or {}) for n in networks or []),
+        ]:
+            if labels.get(STATE_LABEL) == str(self._podman.state_dir) or not _alive(
+                labels.get(OWNER_LABEL, "")
+            ):
+                stale.add(str(labels.get(SESSION_LABEL)))
+        for session in sorted(stale):
+            await self.reap(by=SESSION_LABEL, value=session)
+
+    async def reap(self, *, by: str, value: str) -> None:
+        """Remove the containers, then the networks, labelled ``by=value``."""
+        label = f"label={by}={value}"
+        found = await self._podman.json("ps", "-a", "--filter", label, "--format", "json")
+        ids = [str(c.get("Id")) for c in found or [] if c.get("Id")]
+        if ids:
+            await self._podman.call("rm", "-f", "-t", "0", *ids)
+        networks = await self._podman.json("network", "ls", "--filter", label, "--format", "json")
+        names = [str(n.get("name") or n.get("Name")) for n in networks or []]
+        for name in [n for n in names if n and n != "None"]:
+            await self._podman.call("network", "rm", "-f", name)
+
+    async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
+        del env  # the host's environment stays on the host: the pod's own env goes in
+        spec = launch.spec
+        image = str(spec.get("image") or "")
+        await self._ensure_image(image, pull_policy(spec))
+        config = await self._image_config(image)
+        argv = combine(config, command=launch.command, args=launch.args)
+        if not argv:
+            raise StartError("ContainerCannotRun", "CreateContainerError", "no command specified")
+        name = container_name(self.session, target)
+        await self._podman.call("rm", "-f", "-t", "0", name)  # a leftover of an earlier run
+        words = [*self._run_options(target, launch, name), "--entrypoint", json.dumps(argv), image]
+        try:
+            process = await processes.start(
+                self._podman.argv(*words),
+                env=self._podman.env(launch.pod_env),
+                cwd=launch.cwd,
+                process_group=0,
+            )
+        except OSError as exc:
+            message = processes.describe_start_error([self._podman.binary], exc)
+            raise StartError("StartError", "RunContainerError", message) from exc
+        return Container(self._podman, process, name)
+
+    def _run_options(self, target: Target, launch: Launch, name: str) -> list[str]:
+        words = [
+            "run",
+            "--name",
+            name,
+            "--hostname",
+            target.hostname,
+            "--label",
+            f"{SESSION_LABEL}={self.session}",
+            "--label",
+            f"{POD_LABEL}={target.namespace}/{target.pod}",
+            "--label",
+            f"{STATE_LABEL}={self._podman.state_dir}",
+            "--label",
+            f"{OWNER_LABEL}={os.getpid()}",
+            "--pull",
+            "never",
+            "--sig-proxy=true",
+        ]
+        if self.network:
+            words += ["--network", self.network]
+            for alias in (target.pod, f"{target.pod}.{target.namespace}.svc"):
+                words += ["--network-alias", alias]
+        else:
+            words += ["--network", "host"]
+        if spec_dir := launch.spec.get("workingDir"):
+            words += ["--workdir", str(spec_dir)]
+        for variable in launch.pod_env:  # values from the client's environment, not argv
+            words += ["--env", variable]
+        for mount in mounts(launch):
+            words += ["--mount", mount]
+        return words
+
+    async def _ensure_image(self, image: str, policy: str) -> None:
+        present = (await self._podman.call("image", "exists", image)).code == 0
+        if policy == "Never":
+            if not present:
+                message = f'Container image "{image}" is not present with pull policy of Never'
+                raise StartError("ErrImageNeverPull", "ErrImageNeverPull", message)
+            return
+        if present and policy == "IfNotPresent":
+            return
+        reply = await self._podman.call("pull", "--quiet", image)
+        if reply.code != 0:
+            message = f'failed to pull image "{image}": {reply.last_line}'
+            raise StartError("ErrImagePull", "ErrImagePull", message, image=image)
+
+    async def _image_config(self, image: str) -> Mapping[str, Any]:
+        found = await self._podman.json("image", "inspect", "--format", "json", image)
+        if not found:
+            return {}
+        config = found[0].get("Config") if isinstance(found, list) else None
+        return config if isinstance(config, dict) else {}
+
+
+class Container:
+    """One container run: the foreground ``podman run`` client and the container's name."""
+
+    def __init__(self, podman: Podman, client: asyncio.subprocess.Process, name: str) -> None:
+        self._podman, self._client, self.name = podman, client, name
+        self._state: Mapping[str, Any] = {}
+
+    @property
+    def pid(self) -> int:
+        return self._client.pid
+
+    @property
+    def stdout(self) -> asyncio.StreamReader:
+        assert self._client.stdout is not None
+        return self._client.stdout
+
+    @property
+    def stderr(self) -> asyncio.StreamReader:
+        assert self._client.stderr is not None
+        return self._client.stderr
+
+    async def wait(self) -> int:
+        returncode = await self._client.wait()
+        found = await self._podman.json("inspect", "--format", "json", self.name)
+        if isinstance(found, list) and found and isinstance(found[0].get("State"), dict):
+            self._state = found[0]["State"]
+        return returncode
+
+    def signal(self, signum: int) -> bool:
+        if self._client.returncode is not None:
+            return False
+        if signum == signal.SIGKILL:  # not proxied: the container itself is killed
+            asyncio.get_running_loop().create_task(
+                self._podman.call("kill", "--signal", "KILL", self.name)
+            )
+            return True
+        return processes.signal_group(self._client.pid, signum)  # proxied into the container
+
+    async def finish(self) -> None:
+        await self._podman.call("rm", "-f", "-t", "0", self.name)
+        processes.signal_group(self._client.pid, signal.SIGKILL)
+
+    async def outcome(self, returncode: int, *, killed_by_kubelet: bool) -> tuple[int, str]:
+        code = int(self._state.get("ExitCode", processes.exit_code(returncode)))
+        if self._state.get("OOMKilled"):
+            return code, "OOMKilled"
+        return code, "Completed" if code == 0 else "Error"
+
+    def exec_argv(self, command: list[str], *, tty: bool) -> tuple[list[str], int]:
+        flags = ["-i", "-t"] if tty else ["-i"]
+        conf = f"CONTAINERS_CONF={self._podman.conf}"
+        return ["env", conf, *self._podman.argv("exec", *flags, self.name, *command)], 0
+
+
+def pull_policy(spec: Mapping[str, Any]) -> str:
+    """The container's ``imagePullPolicy``, defaulted as the API server does."""
+    given = spec.get("imagePullPolicy")
+    if given:
+        return str(given)
+    image = str(spec.get("image") or "")
+    tagged = ":" in image.rsplit("/", 1)[-1] or "@" in image
+    return "IfNotPresent" if tagged and not image.endswith(":latest") else "Always"
+
+
+def combine(config: Mapping[str, Any], *, command: Sequence[str], args: Sequence[str]) -> list[str]:
+    """The argv kubelet runs: ``command`` replaces the image's entrypoint (and its cmd),
+    ``args`` replaces the image's cmd."""
+    entrypoint = [str(w) for w in config.get("Entrypoint") or []]
+    cmd = [str(w) for w in config.get("Cmd") or []]
+    if command:
+        return [*command, *args]
+    return [*entrypoint, *(args or cmd)]
+
+
+def mounts(launch: Launch) -> list[str]:
+    """``--mount`` values for the container's ``volumeMounts`` (``subPath`` inside the volume)."""
+    found = []
+    for entry in launch.spec.get("volumeMounts") or []:
+        source = launch.volumes.get(str(entry.get("name")))
+        if source is None:
+            continue
+        if entry.get("subPath"):
+            source = source / str(entry["subPath"])
+        words = [f"type=bind,source={source},destination={entry['mountPath']}"]
+        if entry.get("readOnly"):
+            words.append("ro=true")
+        found.append(",".join(words))
+    return found
+
+
+def _alive(pid: str) -> bool:
+    """Whether the process ``pid`` (a label's text) still runs; unknown owners count as gone."""
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def works(podman: Podman) -> bool:
+    """Whether podman runs here (``podman info`` answers), with this session's settings."""
+    if not available(podman.binary):
+        return False
+    podman.write_conf()
+    return await podman.json("info", "--format", "json") is not None
+
+
+def container_name(session: str, target: Target) -> str:
+    """A name unique per session and container (the pod name itself is a network alias)."""
+    return f"trainop-{session}-{target.namespace}-{target.pod}-{target.container}".translate(_SAFE)

@@ -1,0 +1,71 @@
+"""Which kubelet runtime a local session uses: ``process`` (host processes, the default),
+``podman`` (containers, ``kubelet.containers``) or ``auto`` (note 095).
+
+``auto`` picks Podman when it works on this machine and some container of the job has no
+``command`` (it needs its image's entrypoint); otherwise processes. The choice and its reason
+are one line the CLI prints first.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainop import errors
+from trainop.local.kubelet import containers
+from trainop.local.kubelet.runtime import Runtime
+
+CHOICES = ("process", "podman", "auto")
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """The runtime chosen (None: host processes) and why, for the first line of output."""
+
+    runtime: Runtime | None
+    name: str
+    why: str
+
+    @property
+    def line(self) -> str:
+        return f"runtime: {self.name} ({self.why})"
+
+
+async def choose(kind: str, *, state_dir: Path, job: dict[str, Any] | None = None) -> Choice:
+    """The runtime for ``kind`` (``errors.TrainopError`` when podman was asked for and fails)."""
+    if kind == "process":
+        return Choice(None, "process", "containers run as host processes")
+    podman = containers.Podman(state_dir / "podman")
+    if kind == "podman":
+        if not await containers.works(podman):
+            raise errors.TrainopError(
+                "--runtime podman: podman does not work here (make container-env)"
+            )
+        return Choice(_runtime(podman), "podman", "asked for")
+    needy = [name for name, container in _containers(job or {}) if not container.get("command")]
+    if not needy:
+        return Choice(None, "process", "auto: every container has a command")
+    if not await containers.works(podman):
+        return Choice(None, "process", "auto: podman does not work here")
+    return Choice(_runtime(podman), "podman", f"auto: no command in {', '.join(needy)}")
+
+
+def _runtime(podman: containers.Podman) -> containers.ContainerRuntime:
+    return containers.ContainerRuntime(podman, session=secrets.token_hex(4))
+
+
+def _containers(job: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every container of every replica template: (``<replica>/<container>``, spec)."""
+    spec = job.get("spec") or {}
+    for key, replicas in spec.items():
+        if not key.endswith("ReplicaSpecs") or not isinstance(replicas, dict):
+            continue
+        for replica, replica_spec in replicas.items():
+            template = (replica_spec or {}).get("template") or {}
+            pod = template.get("spec") or {}
+            for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
+                if isinstance(container, dict):
+                    yield f"{replica.lower()}/{container.get('name')}", container

@@ -1,0 +1,143 @@
+"""``trainop run --runtime podman|auto``: PyTorchJobs whose replicas are Podman containers.
+
+The images come from ``make container-images`` (containers/build-images.sh): the training
+image has /opt/train/ddp.py and no entrypoint (the manifest's ``command`` runs it), the second
+one's ENTRYPOINT runs it (its manifest has no ``command``). The manifests under
+tests/e2e/containers/ are a plain PyTorchJob with only the image names changed. After every
+case no container or network of any trainop session is left (``podman ps -a`` / ``network
+ls``), also after a SIGKILLed session followed by the next start. Skipped, with the reason,
+where podman or the images are missing (``make container-env container-images``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MANIFESTS = ROOT / "tests" / "e2e" / "containers"
+IMAGES = ("localhost/trainop-ddp:1", "localhost/trainop-ddp-entry:1")
+RANK = re.compile(r"^\[(master-0|worker-[01])\]\s+ddp rank=\d world=3 master=(\S+) .*in_sync=True$")
+TRAINOP = (sys.executable, "-m", "trainop.cli.main")
+CONF = "[containers]\ndefault_ulimits = []\n"
+
+pytestmark = [pytest.mark.e2e, pytest.mark.containers]
+
+
+def _podman(tmp: Path, *words: str) -> subprocess.CompletedProcess[str]:
+    conf = tmp / "containers.conf"
+    conf.write_text(CONF)
+    argv = ["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs", *words]
+    env = {**os.environ, "CONTAINERS_CONF": str(conf)}
+    return subprocess.run(argv, capture_output=True, text=True, env=env, check=False, timeout=60)
+
+
+def _left(tmp: Path) -> tuple[list[str], list[str]]:
+    """Containers and networks of any trainop session still there."""
+    label = "label=trainop.session"
+    found = _podman(tmp, "ps", "-a", "--filter", label, "--format", "json").stdout
+    networks = _podman(tmp, "network", "ls", "--filter", label, "--format", "json").stdout
+    return (
+        [str(c["Names"]) for c in json.loads(found or "[]")],
+        [str(n["name"]) for n in json.loads(networks or "[]")],
+    )
+
+
+@pytest.fixture
+def podman(tmp_path: Path) -> Iterator[Path]:
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (make container-env)")
+    for image in IMAGES:
+        if _podman(tmp_path, "image", "exists", image).returncode != 0:
+            pytest.skip(f"image {image} is missing (make container-images)")
+    yield tmp_path
+    assert _left(tmp_path) == ([], [])
+
+
+def _run(manifest: Path, *flags: str, timeout: float = 240) -> tuple[int, str, float]:
+    began = time.monotonic()
+    done = subprocess.run(
+        [*TRAINOP, "run", *flags, str(manifest)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout,
+        check=False,
+    )
+    elapsed = time.monotonic() - began
+    print(f"{manifest.name} {' '.join(flags)}: {elapsed:.1f}s")
+    return done.returncode, done.stdout + done.stderr, elapsed
+
+
+def _ranks(output: str) -> dict[str, str]:
+    return {m.group(1): m.group(2) for m in map(RANK.match, output.splitlines()) if m}
+
+
+def test_ddp_from_the_manifests_command_succeeds_in_containers(podman: Path) -> None:
+    code, output, _ = _run(MANIFESTS / "pytorch-ddp.yaml", "--runtime", "podman")
+    assert code == 0, output
+    assert output.splitlines()[0] == "runtime: podman (asked for)"
+    master = "ddp-containers-master-0"  # the master pod's name, resolved by the network's DNS
+    assert _ranks(output) == {"master-0": master, "worker-0": master, "worker-1": master}
+    assert "Succeeded" in output
+
+
+def test_auto_picks_podman_for_an_image_entrypoint_and_it_succeeds(podman: Path) -> None:
+    code, output, _ = _run(MANIFESTS / "pytorch-ddp-entrypoint.yaml", "--runtime", "auto")
+    assert code == 0, output
+    first = output.splitlines()[0]
+    assert first == "runtime: podman (auto: no command in master/pytorch, worker/pytorch)"
+    master = "ddp-entrypoint-master-0"
+    assert _ranks(output) == {"master-0": master, "worker-0": master, "worker-1": master}
+
+
+def test_a_missing_image_shows_err_image_pull_and_the_run_ends(
+    podman: Path, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "missing.yaml"
+    text = (MANIFESTS / "pytorch-ddp.yaml").read_text()
+    manifest.write_text(text.replace("localhost/trainop-ddp:1", "localhost/trainop-missing:1"))
+    code, output, elapsed = _run(manifest, "--runtime", "podman", "--timeout", "90")
+    assert code == 1, output
+    assert "(ErrImagePull)" in output
+    assert 'failed to pull image "localhost/trainop-missing:1": Error: ' in output
+    assert elapsed < 90
+
+
+def test_the_next_start_reaps_what_a_sigkilled_session_left(podman: Path) -> None:
+    process = subprocess.Popen(
+        [
+            *TRAINOP,
+            "run",
+            "--runtime",
+            "podman",
+            "--timeout",
+            "120",
+            str(MANIFESTS / "pytorch-ddp.yaml"),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 90
+    try:
+        while not _left(podman)[0] and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    containers, networks = _left(podman)
+    assert containers, "no container appeared before the deadline"
+    assert networks
+    code, output, _ = _run(MANIFESTS / "pytorch-ddp-entrypoint.yaml", "--runtime", "podman")
+    assert code == 0, output  # and the fixture finds nothing left of either session

@@ -1,0 +1,192 @@
+"""The container runtime's pure rules and the podman calls it makes (a fake podman records
+them; the real one runs in tests/e2e/test_containers.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from trainop.local import runtimes
+from trainop.local.kubelet import containers
+from trainop.local.kubelet.runtime import Launch, StartError, Target
+
+ENTRY = {"Entrypoint": ["python3", "/opt/train/ddp.py"], "Cmd": ["--epochs", "1"]}
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "expected"),
+    [
+        ([], [], ["python3", "/opt/train/ddp.py", "--epochs", "1"]),
+        ([], ["--epochs", "3"], ["python3", "/opt/train/ddp.py", "--epochs", "3"]),
+        (["sh", "-c"], [], ["sh", "-c"]),  # command drops the image's cmd too
+        (["sh", "-c"], ["echo hi"], ["sh", "-c", "echo hi"]),
+    ],
+)
+def test_command_and_args_combine_with_the_image_as_kubelet_does(
+    command: list[str], args: list[str], expected: list[str]
+) -> None:
+    assert containers.combine(ENTRY, command=command, args=args) == expected
+
+
+@pytest.mark.parametrize(
+    ("spec", "policy"),
+    [
+        ({"image": "a/b:1"}, "IfNotPresent"),
+        ({"image": "a/b"}, "Always"),
+        ({"image": "a/b:latest"}, "Always"),
+        ({"image": "localhost:5000/b"}, "Always"),  # the port is not a tag
+        ({"image": "a/b:1", "imagePullPolicy": "Never"}, "Never"),
+    ],
+)
+def test_pull_policy_defaults_as_the_api_server_does(spec: dict[str, str], policy: str) -> None:
+    assert containers.pull_policy(spec) == policy
+
+
+def test_volume_mounts_bind_the_sandbox_directories_at_their_mount_paths(tmp_path: Path) -> None:
+    spec = {
+        "volumeMounts": [
+            {"name": "data", "mountPath": "/data"},
+            {"name": "conf", "mountPath": "/etc/app", "readOnly": True, "subPath": "x"},
+        ]
+    }
+    launch = _launch(tmp_path, spec, volumes={"data": tmp_path / "d", "conf": tmp_path / "c"})
+    assert containers.mounts(launch) == [
+        f"type=bind,source={tmp_path / 'd'},destination=/data",
+        f"type=bind,source={tmp_path / 'c' / 'x'},destination=/etc/app,ro=true",
+    ]
+
+
+def _launch(tmp_path: Path, spec: dict[str, object], **more: object) -> Launch:
+    return Launch(argv=[], env={}, cwd=tmp_path, gpus=0, spec=spec, **more)  # type: ignore[arg-type]
+
+
+FAKE = """#!/bin/sh
+printf '%s\\n' "$*" >> "{log}"
+env | grep -E '^(MASTER_ADDR|SECRET)=' >> "{log}" || true
+case "$*" in
+  *"image exists"*) exit {exists} ;;
+  *"cgroupfs pull "*) echo "Error: pinging container registry: connection refused" >&2; exit 125 ;;
+  *"image inspect"*) echo '[{{"Config": {{"Entrypoint": ["python3"], "Cmd": ["x.py"]}}}}]' ;;
+  *"cgroupfs run "*) echo from-container; exit 3 ;;
+  *"cgroupfs inspect "*) echo '[{{"State": {{"ExitCode": 3, "OOMKilled": false}}}}]' ;;
+esac
+"""
+
+
+def _fake_podman(tmp_path: Path, *, image_exists: bool) -> tuple[containers.Podman, Path]:
+    log = tmp_path / "calls.log"
+    binary = tmp_path / "podman"
+    binary.write_text(FAKE.format(log=log, exists=0 if image_exists else 1))
+    binary.chmod(stat.S_IRWXU)
+    return containers.Podman(tmp_path / "state", binary=str(binary)), log
+
+
+TARGET = Target("default", "job-master-0", "uid", "pytorch", "job-master-0")
+
+
+def test_a_run_is_podman_run_with_labels_network_aliases_and_the_pods_env_only(
+    tmp_path: Path,
+) -> None:
+    podman, log = _fake_podman(tmp_path, image_exists=True)
+    runtime = containers.ContainerRuntime(podman, session="s1")
+    runtime.network = "trainop-s1"
+    spec = {"name": "pytorch", "image": "img:1", "args": ["--fast"], "workingDir": "/w"}
+    launch = Launch(
+        argv=[],
+        env={"PATH": "/host/bin", "SECRET": "host-only"},
+        cwd=tmp_path,
+        gpus=0,
+        args=["--fast"],
+        spec=spec,
+        pod_env={"MASTER_ADDR": "job-master-0"},
+    )
+
+    async def scenario() -> tuple[int, tuple[int, str], bytes]:
+        running = await runtime.start(TARGET, launch, launch.env)
+        out = await running.stdout.read()
+        code = await running.wait()
+        return code, await running.outcome(code, killed_by_kubelet=False), out
+
+    code, outcome, out = asyncio.run(scenario())
+    calls = log.read_text()
+    run = next(line for line in calls.splitlines() if " run " in f" {line} ")
+    assert out == b"from-container\n"
+    assert code == 3
+    assert outcome == (3, "Error")
+    assert "--label trainop.session=s1" in run
+    assert "--label trainop.pod=default/job-master-0" in run
+    assert "--network trainop-s1 --network-alias job-master-0" in run
+    assert "--network-alias job-master-0.default.svc" in run
+    assert "--workdir /w" in run
+    assert "--runtime runc --cgroup-manager cgroupfs" in run
+    assert "--env MASTER_ADDR " in run
+    assert "job-master-0 --env" not in run
+    assert '--entrypoint ["python3", "--fast"] img:1' in run
+    assert "MASTER_ADDR=job-master-0" in calls
+    assert "SECRET=host-only" not in calls
+
+
+def test_a_missing_image_is_err_image_pull_with_the_runtimes_last_message(
+    tmp_path: Path,
+) -> None:
+    podman, _ = _fake_podman(tmp_path, image_exists=False)
+    runtime = containers.ContainerRuntime(podman, session="s1")
+    launch = _launch(tmp_path, {"name": "c", "image": "img:1"})
+    with pytest.raises(StartError) as caught:
+        asyncio.run(runtime.start(TARGET, launch, {}))
+    assert caught.value.reason == "ErrImagePull"
+    assert caught.value.image == "img:1"
+    assert str(caught.value) == (
+        'failed to pull image "img:1": Error: pinging container registry: connection refused'
+    )
+
+
+def test_never_pull_of_a_missing_image_is_err_image_never_pull(tmp_path: Path) -> None:
+    podman, log = _fake_podman(tmp_path, image_exists=False)
+    runtime = containers.ContainerRuntime(podman, session="s1")
+    launch = _launch(tmp_path, {"name": "c", "image": "img:1", "imagePullPolicy": "Never"})
+    with pytest.raises(StartError) as caught:
+        asyncio.run(runtime.start(TARGET, launch, {}))
+    assert caught.value.reason == "ErrImageNeverPull"
+    assert str(caught.value) == 'Container image "img:1" is not present with pull policy of Never'
+    assert "pull" not in log.read_text()
+
+
+def _job(command: list[str] | None) -> dict[str, object]:
+    container: dict[str, object] = {"name": "pytorch", "image": "img:1"}
+    if command:
+        container["command"] = command
+    template = {"spec": {"containers": [container]}}
+    return {"spec": {"pytorchReplicaSpecs": {"Master": {"template": template}}}}
+
+
+def test_auto_keeps_processes_when_every_container_has_a_command(tmp_path: Path) -> None:
+    choice = asyncio.run(runtimes.choose("auto", state_dir=tmp_path, job=_job(["python3"])))
+    assert choice.runtime is None
+    assert choice.line.startswith("runtime: process (auto:")
+
+
+def test_auto_falls_back_to_processes_without_podman(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no podman on it
+    choice = asyncio.run(runtimes.choose("auto", state_dir=tmp_path, job=_job(None)))
+    assert choice.runtime is None
+    assert choice.line == "runtime: process (auto: podman does not work here)"
+
+
+def test_auto_picks_podman_for_a_container_without_command_when_it_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "bin").mkdir()
+    binary = tmp_path / "bin" / "podman"
+    binary.write_text("#!/bin/sh\necho '{}'\n")  # `podman info --format json` answers
+    binary.chmod(stat.S_IRWXU)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    choice = asyncio.run(runtimes.choose("auto", state_dir=tmp_path / "state", job=_job(None)))
+    assert isinstance(choice.runtime, containers.ContainerRuntime)
+    assert choice.line == "runtime: podman (auto: no command in master/pytorch)"
