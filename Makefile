@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 .PHONY: help demo venv check lint format typecheck contracts test test-slow manifests clean \
-	kubectl-env e2e-env e2e-env-all e2e e2e-all
+	kubectl-env e2e-env e2e-env-all e2e e2e-all container-env container-images
 
 help:
 	@echo "make demo       install and run a real distributed PyTorch job locally (trainop run)"
@@ -18,6 +18,8 @@ help:
 	@echo "make format     apply ruff format and the auto-fixable lint rules"
 	@echo "make e2e        examples end to end: PyTorch, XGBoost, MPI (installs them: e2e-env)"
 	@echo "make e2e-all    every framework's example (installs them: e2e-env-all, .venv-mxnet)"
+	@echo "make container-env     podman, runc, mmdebstrap from apt (for --runtime podman)"
+	@echo "make container-images  the container e2e test's local images (no registry needed)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -93,8 +95,22 @@ $(MXVENV)/.installed:
 	$(MXVENV)/bin/python -m pip install --quiet 'mxnet==1.9.1' 'numpy<1.24'
 	touch $@
 
-e2e: e2e-env kubectl-env
-	$(E2E_RUN) -k '$(CORE)'
+e2e: e2e-env kubectl-env container-env container-images
+	$(E2E_RUN) -k '$(CORE) or containers'
+
+# Containers (--runtime podman, docs/design/095): Debian's podman with runc (crun fails on
+# these machines' cgroup layout), its bridge networking with DNS, and mmdebstrap for the
+# images' root filesystem. Skipped with a message where apt-get is not available.
+container-env:
+	@if command -v podman >/dev/null && command -v runc >/dev/null && \
+		command -v mmdebstrap >/dev/null && test -x /usr/lib/podman/aardvark-dns; then :; \
+	elif command -v apt-get >/dev/null; then \
+		apt-get update && apt-get install -y --no-install-recommends podman runc \
+			netavark aardvark-dns mmdebstrap uidmap; \
+	else echo "container-env: no apt-get here: skipped (the container tests will skip)"; fi
+
+container-images: container-env
+	containers/build-images.sh
 
 e2e-all: e2e-env-all kubectl-env
 	$(E2E_RUN)

@@ -27,7 +27,7 @@ from trainop.controller.manager import ManagerOptions
 from trainop.engine import quantities
 from trainop.engine.plan import EngineOptions
 from trainop.errors import TrainopError
-from trainop.local import apiserver, daemon, privacy
+from trainop.local import apiserver, daemon, privacy, runtimes
 from trainop.local.cluster import ClusterConfig, NodeResources, process_cluster
 
 
@@ -99,6 +99,13 @@ def _node_options(command: Callable[..., None]) -> Callable[..., None]:
             default="",
             help="volcano or scheduler-plugins: gang-schedule jobs with PodGroups (default: off).",
         ),
+        click.option(
+            "--runtime",
+            type=click.Choice(runtimes.CHOICES),
+            default="process",
+            show_default=True,
+            help="Containers as host processes or Podman containers (auto: podman if it works).",
+        ),
     ]
     for option in reversed(options):
         command = option(command)
@@ -127,6 +134,7 @@ def up_command(
     memory: str | None,
     gpus: int | None,
     gang_scheduler_name: str,
+    runtime: str,
     limits: apiserver.Limits,
 ) -> None:
     """Start a persistent local cluster in the background.
@@ -142,6 +150,8 @@ def up_command(
             args += [flag, str(value)]
     if gang_scheduler_name:
         args += ["--gang-scheduler-name", gang_scheduler_name]
+    if runtime != "process":
+        args += ["--runtime", runtime]
     args += serve_args(limits)
     try:
         with signals.terminating():
@@ -190,6 +200,7 @@ def serve_command(
     memory: str | None,
     gpus: int | None,
     gang_scheduler_name: str,
+    runtime: str,
     limits: apiserver.Limits,
 ) -> None:
     """Run the local cluster in the foreground (what ``up`` starts)."""
@@ -207,20 +218,27 @@ def serve_command(
     except (TrainopError, OSError) as exc:
         raise click.ClickException(f"the local cluster did not start: {exc}") from exc
     try:
-        code = asyncio.run(_serve_cluster(config, working_dir, node))
+        code = asyncio.run(_serve_cluster(config, working_dir, node, runtime))
     except (TrainopError, OSError) as exc:
         raise click.ClickException(f"the local cluster stopped: {exc}") from exc
     sys.exit(code)
 
 
-async def _serve_cluster(config: ClusterConfig, working_dir: Path, node: NodeResources) -> int:
+async def _serve_cluster(
+    config: ClusterConfig, working_dir: Path, node: NodeResources, runtime: str = "process"
+) -> int:
     """Serve until SIGINT/SIGTERM; the exit code says which one (130/143)."""
     stop = signals.StopSignals()
     stop.install()
     state_dir = config.state_dir
     logging.getLogger(__name__).info("pods without workingDir start in %s", working_dir)
+    choice = await runtimes.choose(runtime, state_dir=state_dir)
+    logging.getLogger(__name__).info("%s", choice.line)
+    cluster = process_cluster(
+        config, working_dir=working_dir, resources=node, container_runtime=choice.runtime
+    )
     try:
-        async with process_cluster(config, working_dir=working_dir, resources=node):
+        async with cluster:
             daemon.mark_ready(state_dir)
             await asyncio.Event().wait()
     except asyncio.CancelledError:

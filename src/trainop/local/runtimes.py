@@ -2,7 +2,8 @@
 ``podman`` (containers, ``kubelet.containers``) or ``auto`` (note 095).
 
 ``auto`` picks Podman when it works on this machine and some container of the job has no
-``command`` (it needs its image's entrypoint); otherwise processes. The choice and its reason
+``command`` (it needs its image's entrypoint); otherwise processes. Without a job (``local
+up``) ``auto`` is Podman whenever it works. The choice and its reason
 are one line the CLI prints first.
 """
 
@@ -45,7 +46,11 @@ async def choose(kind: str, *, state_dir: Path, job: dict[str, Any] | None = Non
                 "--runtime podman: podman does not work here (make container-env)"
             )
         return Choice(_runtime(podman), "podman", "asked for")
-    needy = [name for name, container in _containers(job or {}) if not container.get("command")]
+    if job is None:  # a cluster for jobs yet to come (``local up``): containers if possible
+        if await containers.works(podman):
+            return Choice(_runtime(podman), "podman", "auto: podman works here")
+        return Choice(None, "process", "auto: podman does not work here")
+    needy = [name for name, container in _containers(job) if not container.get("command")]
     if not needy:
         return Choice(None, "process", "auto: every container has a command")
     if not await containers.works(podman):
