@@ -97,3 +97,14 @@ def test_a_v1_job_cannot_be_flipped_to_v2beta1_by_a_write_through_v2beta1(raw: R
     assert causes == ["spec.sshAuthMountPath"]
     code, after = raw.send("GET", path("v1", "flip", "pi"))
     assert not mpi_v2beta1.is_v2beta1_job(after)
+
+
+def test_discovery_serves_both_versions_and_prefers_v1(raw: Raw) -> None:
+    code, group = raw.send("GET", "/apis/kubeflow.org")
+    assert code == 200
+    versions = [v["version"] for v in group["versions"]]
+    assert "v2beta1" in versions
+    assert group["preferredVersion"]["version"] == "v1"
+    code, listing = raw.send("GET", "/apis/kubeflow.org/v2beta1")
+    assert code == 200
+    assert [r["name"] for r in listing["resources"]] == ["mpijobs", "mpijobs/status"]
