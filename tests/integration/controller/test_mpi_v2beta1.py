@@ -22,7 +22,7 @@ from tests.integration.controller.cluster import (
     start_cluster_server,
 )
 from trainop.controller.manager import ManagerOptions
-from trainop.kube.resources import PODS, Resource
+from trainop.kube.resources import PODS, SECRETS, Resource
 from trainop.local.jobcontroller import JOBS, LocalJobController
 
 MPIJOBS_V2 = Resource("kubeflow.org", "v2beta1", "mpijobs", "MPIJob")
@@ -99,9 +99,18 @@ def test_wait_for_workers_ready_then_the_launcher_jobs_success(server: RunningSe
         assert job["status"]["replicaStatuses"]["Launcher"] == {"succeeded": 1}
         reasons = {c["type"]: c["reason"] for c in job["status"]["conditions"]}
         assert reasons["Succeeded"] == "MPIJobSucceeded"
-        secret = await cluster.client.get(
-            Resource("", "v1", "secrets", "Secret"), name="pi-ssh", namespace=cluster.namespace
-        )
+        secret = await cluster.client.get(SECRETS, name="pi-ssh", namespace=cluster.namespace)
         assert set(secret["data"]) == {"ssh-privatekey", "ssh-publickey"}
+
+        # Deleting the MPIJob removes what it owns (garbage collection by owner uid, whatever
+        # the version the ownerReferences name); the launcher's pods go with its Job.
+        await cluster.client.delete(MPIJOBS_V2, name="pi", namespace=cluster.namespace)
+
+        async def all_gone() -> bool:
+            left = [await cluster.get(JOBS, "pi-launcher"), await cluster.get(SECRETS, "pi-ssh")]
+            pods = await cluster.client.list(PODS, namespace=cluster.namespace)
+            return left == [None, None] and not pods.items
+
+        await eventually(all_gone, what="the job's objects garbage-collected")
 
     run_cluster(server, body, options=ManagerOptions(kinds=("MPIJob",)))
