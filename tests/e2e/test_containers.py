@@ -141,3 +141,94 @@ def test_the_next_start_reaps_what_a_sigkilled_session_left(podman: Path) -> Non
     assert networks
     code, output, _ = _run(MANIFESTS / "pytorch-ddp-entrypoint.yaml", "--runtime", "podman")
     assert code == 0, output  # and the fixture finds nothing left of either session
+
+
+OOM_JOB = """apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: oom-containers
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: Never
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: localhost/trainop-debian-py:12
+              imagePullPolicy: Never
+              command: ["python3", "-c", "x = bytearray(512 * 1024 * 1024)"]
+              resources:
+                limits: {memory: 64Mi, cpu: "1"}
+"""
+
+
+def test_a_memory_limit_is_enforced_and_its_kill_is_oomkilled(podman: Path, tmp_path: Path) -> None:
+    manifest = tmp_path / "oom.yaml"
+    manifest.write_text(OOM_JOB)
+    code, output, _ = _run(manifest, "--runtime", "podman", "--timeout", "90")
+    assert code == 1, output
+    assert "exited with code 137 (OOMKilled)" in output
+
+
+def test_ctrl_c_of_trainop_run_leaves_no_container(podman: Path) -> None:
+    process = subprocess.Popen(
+        [*TRAINOP, "run", "--runtime", "podman", str(MANIFESTS / "pytorch-ddp.yaml")],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 90
+    while not _left(podman)[0] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _left(podman)[0], "no container appeared before the deadline"
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 130, output
+    # the fixture asserts that no container or network is left
+
+
+def test_local_up_runs_containers_and_local_down_leaves_none(podman: Path, tmp_path: Path) -> None:
+    state = tmp_path / "cluster"
+    up = subprocess.run(
+        [*TRAINOP, "local", "up", "--state-dir", str(state), "--runtime", "podman"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert up.returncode == 0, up.stderr
+    env = {**os.environ, "KUBECONFIG": str(state / "kubeconfig")}
+    try:
+        manifest = str(MANIFESTS / "pytorch-ddp-entrypoint.yaml")
+        subprocess.run([*TRAINOP, "submit", "-f", manifest], env=env, check=True, timeout=60)
+        waited = subprocess.run(
+            [
+                *TRAINOP,
+                "wait",
+                "pytorchjob",
+                "ddp-entrypoint",
+                "--for",
+                "Succeeded",
+                "--timeout",
+                "120",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        assert waited.returncode == 0, waited.stdout + waited.stderr
+        assert _left(podman)[1], "the session's network exists while the cluster runs"
+    finally:
+        down = subprocess.run(
+            [*TRAINOP, "local", "down", "--state-dir", str(state)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert down.returncode == 0, down.stderr

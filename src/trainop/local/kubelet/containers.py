@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainop.engine import quantities
 from trainop.local.kubelet import processes
 from trainop.local.kubelet.runtime import Launch, Running, StartError, Target
 
@@ -239,7 +240,7 @@ class ContainerRuntime:
             words += ["--env", variable]
         for mount in mounts(launch):
             words += ["--mount", mount]
-        return words
+        return [*words, *limits(launch.spec)]
 
     async def _ensure_image(self, image: str, policy: str) -> None:
         present = (await self._podman.call("image", "exists", image)).code == 0
@@ -269,6 +270,7 @@ class Container:
     def __init__(self, podman: Podman, client: asyncio.subprocess.Process, name: str) -> None:
         self._podman, self._client, self.name = podman, client, name
         self._state: Mapping[str, Any] = {}
+        self._oom_before = processes.oom_kills()
 
     @property
     def pid(self) -> int:
@@ -309,7 +311,13 @@ class Container:
         code = int(self._state.get("ExitCode", processes.exit_code(returncode)))
         if self._state.get("OOMKilled"):
             return code, "OOMKilled"
-        return code, "Completed" if code == 0 else "Error"
+        # runc with cgroupfs does not report OOM kills: the process kubelet's heuristic (a
+        # SIGKILL the kubelet did not send while the kernel's OOM-kill count went up)
+        status = -signal.SIGKILL if code == 128 + signal.SIGKILL else code
+        reason = processes.reason(
+            status, killed_by_kubelet=killed_by_kubelet, oom_before=self._oom_before
+        )
+        return code, reason
 
     def exec_argv(self, command: list[str], *, tty: bool) -> tuple[list[str], int]:
         flags = ["-i", "-t"] if tty else ["-i"]
@@ -335,6 +343,19 @@ def combine(config: Mapping[str, Any], *, command: Sequence[str], args: Sequence
     if command:
         return [*command, *args]
     return [*entrypoint, *(args or cmd)]
+
+
+def limits(spec: Mapping[str, Any]) -> list[str]:
+    """``--memory`` (bytes) and ``--cpus`` from ``resources.limits`` (where set and valid)."""
+    given = (spec.get("resources") or {}).get("limits") or {}
+    words = []
+    for key, flag in (("memory", "--memory"), ("cpu", "--cpus")):
+        if key not in given:
+            continue
+        amount = quantities.parse(given[key]).amount  # zero when not a quantity: no limit
+        if amount > 0:
+            words += [flag, str(int(amount)) if key == "memory" else f"{amount:f}"]
+    return words
 
 
 def mounts(launch: Launch) -> list[str]:

@@ -60,6 +60,12 @@ def test_volume_mounts_bind_the_sandbox_directories_at_their_mount_paths(tmp_pat
     ]
 
 
+def test_resource_limits_become_container_limits() -> None:
+    spec = {"resources": {"limits": {"memory": "64Mi", "cpu": "1500m", "nvidia.com/gpu": 1}}}
+    assert containers.limits(spec) == ["--memory", "67108864", "--cpus", "1.500"]
+    assert containers.limits({"resources": {"requests": {"cpu": "1"}}}) == []
+
+
 def _launch(tmp_path: Path, spec: dict[str, object], **more: object) -> Launch:
     return Launch(argv=[], env={}, cwd=tmp_path, gpus=0, spec=spec, **more)  # type: ignore[arg-type]
 
