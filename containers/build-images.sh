@@ -2,7 +2,7 @@
 # Build the container e2e test's images without a registry (note 095):
 #   localhost/trainop-debian-py:12   Debian bookworm minbase + python3 (mmdebstrap, imported)
 #   localhost/trainop-ddp:1          + CPU torch (from this machine's wheel directories) and
-#                                    /opt/train/ddp.py; no ENTRYPOINT
+#                                    /opt/train/ddp.py and tfconfig.py; no ENTRYPOINT
 #   localhost/trainop-ddp-entry:1    the same with ENTRYPOINT ["python3", "/opt/train/ddp.py"]
 # Skips (exit 0, a message) when podman or mmdebstrap is missing. STATE: a scratch directory.
 set -eu

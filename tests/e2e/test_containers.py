@@ -232,3 +232,12 @@ def test_local_up_runs_containers_and_local_down_leaves_none(podman: Path, tmp_p
             check=False,
         )
     assert down.returncode == 0, down.stderr
+
+
+def test_a_tfjob_reaches_every_task_by_the_hosts_tf_config_names(podman: Path) -> None:
+    code, output, _ = _run(MANIFESTS / "tfjob-tfconfig.yaml", "--runtime", "podman")
+    assert code == 0, output
+    for task in ("chief-0", "worker-0", "worker-1"):
+        assert re.search(rf"^\[{task}\]\s+tfconfig {task} reached all 3 tasks OK$", output, re.M)
+    host = "tfconfig-containers-worker-1.default.svc:2222"  # upstream's name and port
+    assert re.search(rf"^\[chief-0\]\s+tfconfig chief-0 reached {host}: worker-1$", output, re.M)
