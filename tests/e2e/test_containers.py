@@ -170,6 +170,7 @@ def test_a_memory_limit_is_enforced_and_its_kill_is_oomkilled(podman: Path, tmp_
     code, output, _ = _run(manifest, "--runtime", "podman", "--timeout", "90")
     assert code == 1, output
     assert "exited with code 137 (OOMKilled)" in output
+    assert not (ROOT / "oom").exists()  # conmon's OOM marker stays in the state directory
 
 
 def test_ctrl_c_of_trainop_run_leaves_no_container(podman: Path) -> None:

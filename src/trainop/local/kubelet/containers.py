@@ -80,8 +80,14 @@ class Podman:
         self.conf = state_dir / "containers.conf"
 
     def write_conf(self) -> None:
-        self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.workdir()
         self.conf.write_text(CONF, encoding="utf-8")
+
+    def workdir(self) -> Path:
+        """Where podman runs (the state directory): conmon writes files such as ``oom`` into
+        its working directory, which must not be the user's."""
+        self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return self.state_dir
 
     def argv(self, *words: str) -> list[str]:
         return [self.binary, *_BASE, *words]
@@ -96,6 +102,7 @@ class Podman:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=self.env(),
+            cwd=self.workdir(),
         )
         out, err = await process.communicate()
         assert process.returncode is not None
@@ -201,7 +208,7 @@ class ContainerRuntime:
             process = await processes.start(
                 self._podman.argv(*words),
                 env=self._podman.env(launch.pod_env),
-                cwd=launch.cwd,
+                cwd=self._podman.workdir(),
                 process_group=0,
             )
         except OSError as exc:
