@@ -12,6 +12,13 @@ import sys
 from mpi4py import MPI
 
 
+def say(line: str) -> None:
+    """One write per line: ranks share the launcher's output, and ``print`` under ``python -u``
+    writes the text and its newline separately, so another rank's line could land between."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def main() -> int:
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -19,16 +26,15 @@ def main() -> int:
     expected = size * (size + 1) // 2
     local_size = os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE", "?")
     peers = comm.gather((f"{socket.gethostname()}:{os.getpid()}", local_size), root=0)
-    print(f"rank {rank}/{size}: allreduce sum={total}", flush=True)
+    say(f"rank {rank}/{size}: allreduce sum={total}")
     ok = total == expected and size > 1
     if rank == 0:
         distinct = len({pid for pid, _ in peers or []}) == size
         ok = ok and distinct
         per_node = ",".join(sorted({local for _, local in peers or []}))
-        print(
+        say(
             f"PROOF mpi size={size} allreduce sum={total} expected={expected} "
-            f"distinct_processes={distinct} ranks_per_node={per_node} {'OK' if ok else 'FAIL'}",
-            flush=True,
+            f"distinct_processes={distinct} ranks_per_node={per_node} {'OK' if ok else 'FAIL'}"
         )
     return 0 if comm.allreduce(ok, op=MPI.LAND) else 1
 

@@ -14,6 +14,12 @@ from mpi4py import MPI
 STEPS = 2_000_000
 
 
+def say(line: str) -> None:
+    """One write per line (ranks share the launcher's output; see allreduce.py)."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def main() -> int:
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -21,13 +27,13 @@ def main() -> int:
     part = sum(4.0 / (1.0 + ((i + 0.5) * width) ** 2) for i in range(rank, STEPS, size)) * width
     total = comm.reduce(part, op=MPI.SUM, root=0)
     hosts = comm.gather(socket.gethostname(), root=0)
-    print(f"rank {rank}/{size} on {socket.gethostname()}: partial={part:.12f}", flush=True)
+    say(f"rank {rank}/{size} on {socket.gethostname()}: partial={part:.12f}")
     if rank != 0:
         return 0
     error = abs((total or 0.0) - math.pi)
     ok = error < 1e-9 and size > 1 and len(hosts or []) == size
     verdict = "OK" if ok else "FAIL"
-    print(f"PROOF mpi-pi ranks={size} pi={total:.12f} error={error:.1e} {verdict}", flush=True)
+    say(f"PROOF mpi-pi ranks={size} pi={total:.12f} error={error:.1e} {verdict}")
     return 0 if ok else 1
 
 
