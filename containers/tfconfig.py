@@ -19,20 +19,24 @@ def main() -> None:
     me = cluster[task["type"]][task["index"]]
     server = socket.create_server(("", int(me.rsplit(":", 1)[1])))
     name = f"{task['type']}-{task['index']}"
-    threading.Thread(target=_answer, args=(server, name), daemon=True).start()
     peers = [address for addresses in cluster.values() for address in addresses]
+    everyone_asked = threading.Semaphore(0)
+    threading.Thread(target=_answer, args=(server, name, everyone_asked), daemon=True).start()
     for address in peers:
         host, port = address.rsplit(":", 1)
         print(f"tfconfig {name} reached {address}: {_ask(host, int(port))}", flush=True)
     print(f"tfconfig {name} reached all {len(peers)} tasks OK", flush=True)
-    time.sleep(3)  # keep answering the others
+    for _ in peers:  # keep answering until every task (this one too) has asked
+        if not everyone_asked.acquire(timeout=60):
+            raise SystemExit("a task never asked")
 
 
-def _answer(server: socket.socket, name: str) -> None:
+def _answer(server: socket.socket, name: str, asked: threading.Semaphore) -> None:
     while True:
         conn, _ = server.accept()
         with conn:
             conn.sendall(name.encode())
+        asked.release()
 
 
 def _ask(host: str, port: int) -> str:

@@ -86,7 +86,7 @@ def _ranks(output: str) -> dict[str, str]:
 def test_ddp_from_the_manifests_command_succeeds_in_containers(podman: Path) -> None:
     code, output, _ = _run(MANIFESTS / "pytorch-ddp.yaml", "--runtime", "podman")
     assert code == 0, output
-    assert output.splitlines()[0] == "runtime: podman (asked for)"
+    assert output.splitlines()[0] == "runtime: podman (asked for; a network of their own)"
     master = "ddp-containers-master-0"  # the master pod's name, resolved by the network's DNS
     assert _ranks(output) == {"master-0": master, "worker-0": master, "worker-1": master}
     assert "Succeeded" in output
@@ -96,7 +96,10 @@ def test_auto_picks_podman_for_an_image_entrypoint_and_it_succeeds(podman: Path)
     code, output, _ = _run(MANIFESTS / "pytorch-ddp-entrypoint.yaml", "--runtime", "auto")
     assert code == 0, output
     first = output.splitlines()[0]
-    assert first == "runtime: podman (auto: no command in master/pytorch, worker/pytorch)"
+    assert first == (
+        "runtime: podman (auto: no command in master/pytorch, worker/pytorch; "
+        "a network of their own)"
+    )
     master = "ddp-entrypoint-master-0"
     assert _ranks(output) == {"master-0": master, "worker-0": master, "worker-1": master}
 
@@ -242,3 +245,31 @@ def test_a_tfjob_reaches_every_task_by_the_hosts_tf_config_names(podman: Path) -
         assert re.search(rf"^\[{task}\]\s+tfconfig {task} reached all 3 tasks OK$", output, re.M)
     host = "tfconfig-containers-worker-1.default.svc:2222"  # upstream's name and port
     assert re.search(rf"^\[chief-0\]\s+tfconfig chief-0 reached {host}: worker-1$", output, re.M)
+
+
+def test_where_no_network_can_be_made_containers_share_the_hosts_with_loopback_ports(
+    podman: Path, tmp_path: Path
+) -> None:
+    real = shutil.which("podman")
+    wrapper = tmp_path / "bin" / "podman"
+    wrapper.parent.mkdir()
+    wrapper.write_text(
+        f'#!/bin/sh\ncase "$*" in *"network create"*) echo "Error: no bridge" >&2; exit 125 ;;\n'
+        f'esac\nexec {real} "$@"\n'
+    )
+    wrapper.chmod(0o700)
+    env = {**os.environ, "PATH": f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        [*TRAINOP, "run", "--runtime", "podman", str(MANIFESTS / "pytorch-ddp.yaml")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=240,
+        check=False,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert output.splitlines()[0] == "runtime: podman (asked for; host network)"
+    loopback = "127.0.0.1"  # the process kubelet's addressing: a loopback port per replica
+    assert _ranks(output) == {"master-0": loopback, "worker-0": loopback, "worker-1": loopback}

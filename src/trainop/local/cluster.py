@@ -81,8 +81,10 @@ class LocalCluster:
         clock: Clock | None = None,
         scheduler: SchedulerFactory | None = None,
         cluster_addressing: bool = False,
+        container_runtime: Runtime | None = None,
     ) -> None:
         self._config = config
+        self._runtime = container_runtime  # closed on stop, also when the kubelet never ran
         self._cluster_addressing = cluster_addressing  # names and template ports (containers)
         self._kubelet_factory = kubelet
         self._scheduler_factory = scheduler
@@ -173,6 +175,8 @@ class LocalCluster:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
+        if self._runtime is not None:
+            await self._runtime.close()
         if self._client is not None:
             await self._client.close()
             self._client = None
@@ -260,7 +264,8 @@ def process_cluster(
         log_source=logs,
         clock=clock,
         scheduler=scheduler,
-        cluster_addressing=container_runtime is not None,
+        cluster_addressing=container_runtime is not None and container_runtime.addresses_by_name,
+        container_runtime=container_runtime,
     )
     _write_ssh_wrapper(ssh)
     return cluster

@@ -36,7 +36,12 @@ class Choice:
 
 
 async def choose(kind: str, *, state_dir: Path, job: dict[str, Any] | None = None) -> Choice:
-    """The runtime for ``kind`` (``errors.TrainopError`` when podman was asked for and fails)."""
+    """The runtime for ``kind``, opened (``errors.TrainopError`` when podman was asked for and
+    does not work)."""
+    return await opened(await _choose(kind, state_dir=state_dir, job=job))
+
+
+async def _choose(kind: str, *, state_dir: Path, job: dict[str, Any] | None) -> Choice:
     if kind == "process":
         return Choice(None, "process", "containers run as host processes")
     podman = containers.Podman(state_dir / "podman")
@@ -60,6 +65,16 @@ async def choose(kind: str, *, state_dir: Path, job: dict[str, Any] | None = Non
 
 def _runtime(podman: containers.Podman) -> containers.ContainerRuntime:
     return containers.ContainerRuntime(podman, session=secrets.token_hex(4))
+
+
+async def opened(choice: Choice) -> Choice:
+    """``choice`` with its runtime opened (its network made: the cluster's addressing
+    depends on it) and the line saying which network the containers use."""
+    if choice.runtime is None:
+        return choice
+    await choice.runtime.open()
+    where = "a network of their own" if choice.runtime.addresses_by_name else "host network"
+    return Choice(choice.runtime, choice.name, f"{choice.why}; {where}")
 
 
 def _containers(job: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -132,13 +132,24 @@ class ContainerRuntime:
         self.session = session
         self._want_network = network
         self.network = ""  # the session's network, "" for the host's
+        self._opened = False
 
     @property
     def network_name(self) -> str:
         return f"trainop-{self.session}"
 
+    @property
+    def addresses_by_name(self) -> bool:
+        """Whether pods reach each other by name on the manifest's ports (the session's
+        network); False under the host network: loopback ports as the process kubelet."""
+        return bool(self.network)
+
     async def open(self) -> None:
-        """Write the configuration, reap an earlier session's leftovers, make the network."""
+        """Write the configuration, reap an earlier session's leftovers, make the network
+        (once: ``runtimes.choose`` opens it before the cluster, to know its addressing)."""
+        if self._opened:
+            return
+        self._opened = True
         self._podman.write_conf()
         await self.reap_stale()
         if not self._want_network:
@@ -177,6 +188,7 @@ class ContainerRuntime:
                 labels.get(OWNER_LABEL, "")
             ):
                 stale.add(str(labels.get(SESSION_LABEL)))
+        stale.discard(self.session)
         for session in sorted(stale):
             await self.reap(by=SESSION_LABEL, value=session)
 

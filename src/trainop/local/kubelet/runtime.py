@@ -111,6 +111,12 @@ class Running(Protocol):
 class Runtime(Protocol):
     """Starts container runs (see the module docstring)."""
 
+    @property
+    def addresses_by_name(self) -> bool:
+        """Whether pods reach each other by their names on the manifest's ports (a network
+        of their own); False: on the host's loopback with ports of their own."""
+        ...
+
     async def open(self) -> None:
         """Prepare before the first pod (and clean what an earlier session left)."""
         ...
@@ -171,6 +177,10 @@ class HostRuntime:
 
     def __init__(self, reaper: Reaper) -> None:
         self._reaper = reaper
+
+    @property
+    def addresses_by_name(self) -> bool:
+        return False
 
     async def open(self) -> None:
         """Nothing to prepare: the reaper watches the processes."""

@@ -195,4 +195,26 @@ def test_auto_picks_podman_for_a_container_without_command_when_it_works(
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     choice = asyncio.run(runtimes.choose("auto", state_dir=tmp_path / "state", job=_job(None)))
     assert isinstance(choice.runtime, containers.ContainerRuntime)
-    assert choice.line == "runtime: podman (auto: no command in master/pytorch)"
+    assert choice.line == (
+        "runtime: podman (auto: no command in master/pytorch; a network of their own)"
+    )
+
+
+def test_without_a_network_containers_use_the_hosts_with_loopback_addressing(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "calls.log"
+    binary = tmp_path / "podman"
+    script = '#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\n'
+    script += 'case "$*" in *"network create"*) exit 125 ;; esac\n'
+    binary.write_text(script.format(log=log))
+    binary.chmod(stat.S_IRWXU)
+    runtime = containers.ContainerRuntime(
+        containers.Podman(tmp_path / "state", binary=str(binary)), session="s2"
+    )
+    asyncio.run(runtime.open())
+    assert runtime.network == ""
+    assert runtime.addresses_by_name is False
+    words = runtime._run_options(TARGET, _launch(tmp_path, {"name": "c"}), "n")
+    assert words[words.index("--network") + 1] == "host"
+    assert "--network-alias" not in words
