@@ -9,6 +9,10 @@ Measures, in rounds that interleave the variants (so machine load hits all of th
   baseline of the target, world size 2, rendezvous on 127.0.0.1 at a free port);
 - **direct** (informative, ``--no-direct`` skips it): the same two processes started by hand
   with ``MASTER_ADDR``/``MASTER_PORT``/``WORLD_SIZE``/``RANK`` set, the floor below both;
+- **containers** (when podman and ``make container-images`` are there; ``--no-containers``
+  skips it): ``trainop run --runtime podman`` of the same job with the image
+  ``localhost/trainop-ddp:1`` and this repository bind-mounted read-only (``hostPath``) at
+  ``/repo``, the working directory: the same script in containers on their own network;
 - **trainop@ref** (with ``--compare-src DIR``): ``trainop run`` importing trainop from
   ``DIR/src`` (``PYTHONPATH``), e.g. ``git archive REV src | tar -x -C DIR``: before/after a
   change, under the same load.
@@ -30,11 +34,13 @@ import argparse
 import contextlib
 import os
 import re
+import shutil
 import signal
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -183,6 +189,52 @@ def run_trainop(timeout: float, *, source: Path | None = None) -> Run:
     return timed([([str(BIN / "trainop"), "run", MANIFEST], env)], timeout=timeout)
 
 
+IMAGE = "localhost/trainop-ddp:1"
+PODMAN_FLAGS = ("--runtime", "runc", "--cgroup-manager", "cgroupfs")
+
+
+def containers_ready() -> bool:
+    """Whether podman runs here and the image of ``make container-images`` is present."""
+    podman = shutil.which("podman")
+    if podman is None:
+        return False
+    with tempfile.TemporaryDirectory() as scratch:
+        conf = Path(scratch) / "containers.conf"
+        conf.write_text("[containers]\ndefault_ulimits = []\n")
+        found = subprocess.run(
+            [podman, *PODMAN_FLAGS, "image", "exists", IMAGE],
+            env=dict(os.environ, CONTAINERS_CONF=str(conf)),
+            check=False,
+        )
+    return found.returncode == 0
+
+
+def containers_manifest(directory: Path) -> Path:
+    """``MANIFEST`` with the image, the repository mounted at /repo, and /repo as workdir."""
+    text = (ROOT / MANIFEST).read_text()
+    text = text.replace(
+        "image: python:3.11", f"image: {IMAGE}\n              imagePullPolicy: Never"
+    )
+    mount = (
+        "workingDir: /repo\n              volumeMounts: [{name: repo, mountPath: /repo, "
+        "readOnly: true}]\n          volumes: [{name: repo, hostPath: {path: " + str(ROOT) + "}}]"
+    )
+    text = text.replace(
+        'command: ["python3", "examples/pytorch/ddp.py"]',
+        ('command: ["python3", "examples/pytorch/ddp.py"]\n              ' + mount),
+    )
+    path = directory / "ddp-pair-containers.yaml"
+    path.write_text(text)
+    return path
+
+
+def run_containers(timeout: float) -> Run:
+    with tempfile.TemporaryDirectory() as scratch:
+        manifest = containers_manifest(Path(scratch))
+        argv = [str(BIN / "trainop"), "run", "--runtime", "podman", str(manifest)]
+        return timed([(argv, base_env())], timeout=timeout)
+
+
 def run_torchrun(timeout: float) -> Run:
     argv = [
         str(BIN / "torchrun"),
@@ -238,6 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=300.0, help="per run, seconds")
     parser.add_argument("--no-direct", action="store_true", help="skip the direct variant")
+    parser.add_argument("--no-containers", action="store_true", help="skip the containers variant")
     parser.add_argument(
         "--compare-src", type=Path, default=None, help="also time trainop from DIR/src"
     )
@@ -249,6 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if not args.no_direct:
         variants["direct"] = run_direct
+    if not args.no_containers and containers_ready():
+        variants["containers"] = run_containers
     if args.compare_src is not None:
         source = args.compare_src.resolve()
         variants["trainop@ref"] = lambda timeout: run_trainop(timeout, source=source)
@@ -285,6 +340,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for other in ("direct", "trainop@ref"):
         if other in medians:
             print(f"ratio trainop/{other} (medians) {medians['trainop'] / medians[other]:.3f}")
+    if "containers" in medians:
+        for other in ("trainop", "torchrun"):
+            ratio = medians["containers"] / medians[other]
+            print(f"ratio containers/{other} (medians) {ratio:.3f}")
     return 0
 
 
