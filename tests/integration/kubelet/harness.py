@@ -94,6 +94,7 @@ async def local(
     client = HttpClient.from_kubeconfig(path=str(server.kubeconfig))
     namespace = f"k-{uuid.uuid4().hex[:8]}"
     clock = options.pop("clock", None)  # a FakeClock times the back-offs
+    runtime = options.pop("container_runtime", None)  # None: host processes
     config = KubeletConfig(
         root=root,
         backoff=options.pop("backoff", Backoff(initial=0.05, maximum=0.2)),
@@ -102,7 +103,12 @@ async def local(
         **options,
     )
     kubelet = ProcessKubelet(
-        client=client, config=config, namespace=namespace, logs=logs, clock=clock
+        client=client,
+        config=config,
+        namespace=namespace,
+        logs=logs,
+        clock=clock,
+        container_runtime=runtime,
     )
     task = asyncio.create_task(kubelet.run())
     try:

@@ -343,17 +343,15 @@ class PodRun:
                     self._changed()
                     if await self._backed_off(shown):
                         return False
+                event = (
+                    f"Back-off restarting failed container {container.name} in pod {_pod_id(self)}"
+                )
                 if start_error and start_error.image:  # kubelet backs off pulling instead
-                    message = f'Back-off pulling image "{start_error.image}"'
-                    container.wait("ImagePullBackOff", message)
+                    event = f'Back-off pulling image "{start_error.image}"'
+                    container.wait("ImagePullBackOff", event)
                 else:
                     container.wait("CrashLoopBackOff", _backoff_message(self, container, delay))
-                self._event(
-                    container.name,
-                    "Warning",
-                    "BackOff",
-                    f"Back-off restarting failed container {container.name} in pod {_pod_id(self)}",
-                )
+                self._event(container.name, "Warning", "BackOff", event)
                 self._changed()
                 if await self._backed_off(delay - shown):
                     return False

@@ -1,0 +1,81 @@
+"""The kubelet through its runtime seam: a runtime whose image cannot be pulled shows
+kubelet's ErrImagePull, then ImagePullBackOff (not CrashLoopBackOff), with the runtime's
+message; the pod's state machine, back-off and events are the shared ones."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from trainop.controller.clock import FakeClock
+from trainop.kube.resources import EVENTS
+from trainop.local.kubelet import Backoff
+from trainop.local.kubelet.runtime import Launch, Running, StartError, Target
+
+from .conftest import Site
+from .harness import Local, pod, run_local
+
+MESSAGE = 'failed to pull image "img:1": Error: registry unreachable'
+
+
+class NoPull:
+    """A runtime that can never pull its image."""
+
+    addresses_by_name = False
+
+    def __init__(self) -> None:
+        self.starts = 0
+
+    async def open(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
+        self.starts += 1
+        raise StartError("ErrImagePull", "ErrImagePull", MESSAGE, image="img:1")
+
+
+def waiting(reason: str, restarts: int = 0) -> Any:
+    def check(found: dict[str, Any]) -> bool:
+        entries = (found.get("status") or {}).get("containerStatuses") or [{}]
+        state = (entries[0].get("state") or {}).get("waiting") or {}
+        return state.get("reason") == reason and entries[0].get("restartCount") == restarts
+
+    return check
+
+
+def test_an_image_that_cannot_be_pulled_backs_off_as_image_pull_back_off(site: Site) -> None:
+    clock = FakeClock()
+    runtime = NoPull()
+    container = {"name": "main", "image": "img:1"}  # no command: the image's entrypoint
+
+    async def body(env: Local) -> None:
+        await env.create(pod("pull", container, restart_policy="OnFailure"))
+        found = await env.wait("pull", waiting("ErrImagePull"))
+        state = found["status"]["containerStatuses"][0]["state"]["waiting"]
+        assert state["message"] == MESSAGE
+        clock.advance(1)  # kubelet shows the error itself for one sync period
+        found = await env.wait("pull", waiting("ImagePullBackOff"))
+        state = found["status"]["containerStatuses"][0]["state"]["waiting"]
+        assert state["message"] == 'Back-off pulling image "img:1"'
+        assert found["status"]["phase"] == "Pending"
+        await env.kubelet.drained()
+        events = await env.client.list(EVENTS, namespace=env.namespace)
+        messages = {(e["reason"], e["message"]) for e in events.items}
+        assert ("BackOff", 'Back-off pulling image "img:1"') in messages
+        assert ("Failed", f"Error: {MESSAGE}") in messages
+        clock.advance(9)  # the rest of the first 10 s back-off
+        await env.wait("pull", waiting("ErrImagePull", restarts=1))  # tried again
+        assert runtime.starts == 2
+
+    run_local(
+        site.server,
+        site.logs,
+        site.root,
+        body,
+        clock=clock,
+        backoff=Backoff(),
+        container_runtime=runtime,
+    )
