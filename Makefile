@@ -105,12 +105,13 @@ container-env:
 	@if command -v podman >/dev/null && command -v runc >/dev/null && \
 		command -v mmdebstrap >/dev/null && test -x /usr/lib/podman/aardvark-dns; then :; \
 	elif command -v apt-get >/dev/null; then \
-		apt-get update && apt-get install -y --no-install-recommends podman runc \
-			netavark aardvark-dns mmdebstrap uidmap; \
+		{ apt-get update && apt-get install -y --no-install-recommends podman runc \
+			netavark aardvark-dns mmdebstrap uidmap; } || \
+		echo "container-env: apt-get failed: skipped (the container tests will skip)"; \
 	else echo "container-env: no apt-get here: skipped (the container tests will skip)"; fi
 
 container-images: container-env
-	containers/build-images.sh
+	containers/build-images.sh || echo "container-images: failed (the container tests will skip)"
 
 e2e-all: e2e-env-all kubectl-env
 	$(E2E_RUN)
