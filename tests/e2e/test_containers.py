@@ -227,6 +227,8 @@ def test_local_up_runs_containers_and_local_down_leaves_none(podman: Path, tmp_p
         )
         assert waited.returncode == 0, waited.stdout + waited.stderr
         assert _left(podman)[1], "the session's network exists while the cluster runs"
+        if shutil.which("kubectl"):
+            _exec_into_a_container(env, tmp_path)
     finally:
         down = subprocess.run(
             [*TRAINOP, "local", "down", "--state-dir", str(state)],
@@ -273,3 +275,46 @@ def test_where_no_network_can_be_made_containers_share_the_hosts_with_loopback_p
     assert output.splitlines()[0] == "runtime: podman (asked for; host network)"
     loopback = "127.0.0.1"  # the process kubelet's addressing: a loopback port per replica
     assert _ranks(output) == {"master-0": loopback, "worker-0": loopback, "worker-1": loopback}
+
+
+SLEEPER = """apiVersion: v1
+kind: Pod
+metadata: {name: sleeper}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  volumes: [{name: cfg, configMap: {name: cfg}}]
+  containers:
+    - name: main
+      image: localhost/trainop-debian-py:12
+      imagePullPolicy: Never
+      command: ["sleep", "600"]
+      workingDir: /tmp
+      env: [{name: FOO, value: bar}]
+      volumeMounts: [{name: cfg, mountPath: /etc/cfg, readOnly: true}]
+"""
+
+
+def _exec_into_a_container(env: dict[str, str], tmp_path: Path) -> None:
+    """kubectl exec reaches the container (podman exec): its env, workingDir, hostname and a
+    read-only configMap mount at its mountPath."""
+
+    def kubectl(*words: str, stdin: str | None = None) -> str:
+        done = subprocess.run(
+            ["kubectl", *words],
+            input=stdin,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    kubectl("create", "configmap", "cfg", "--from-literal=key=value")
+    kubectl("apply", "-f", "-", stdin=SLEEPER)
+    kubectl("wait", "--for=condition=Ready", "pod/sleeper", "--timeout=90s")
+    script = "echo $FOO; pwd; hostname; cat /etc/cfg/key; echo; touch /etc/cfg/x || echo ro"
+    out = kubectl("exec", "sleeper", "--", "sh", "-c", script)
+    assert out.split() == ["bar", "/tmp", "sleeper", "value", "ro"]
