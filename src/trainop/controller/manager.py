@@ -7,6 +7,9 @@ Wiring (controller-runtime's, in asyncio):
 - a job event queues ``<ns>/<name>`` on its kind's queue; an owned-object event queues its
   controlling owner's key on the owner kind's queue, and an ownerless pod or Service labelled
   for a job (``operator-name``, ``job-name``) that job's key, so it is adopted (``claims``);
+- with MPIJob enabled, the informers MPIJob v2beta1 jobs are read from
+  (``mpi_v2beta1.V2Beta1Caches``: launcher Jobs, Services, ConfigMaps, Secrets on the ``app``
+  label, PodGroups): their events queue the controlling MPIJob too (docs/design/100);
 - Events are queued by the reconcilers and sent in the background (``EventRecorder.run``), so
   a reconcile never waits for them;
 - ``threads`` workers per kind take keys and run ``JobReconciler.reconcile``. The error policy
@@ -36,7 +39,13 @@ from trainop.controller import caches
 from trainop.controller.clock import Clock
 from trainop.controller.events import EventRecorder
 from trainop.controller.metrics import ControllerMetrics, Metrics
-from trainop.controller.mpi_v2beta1 import VERSION_OPERATOR_NAMES, VERSION_RECONCILERS
+from trainop.controller.mpi_v2beta1 import (
+    APP_SELECTOR,
+    VERSION_OPERATOR_NAMES,
+    VERSION_RECONCILERS,
+    V2Beta1Caches,
+    informer_resources,
+)
 from trainop.controller.queue import ShutDownError, WorkQueue
 from trainop.controller.reconciler import JobReconciler, Result, VersionDelegate
 from trainop.controller.topologies import ClusterTopologySource, TopologySource
@@ -113,6 +122,8 @@ class Manager:
             pod_groups=self._pod_group_informers(),
             others=[self._informer(r, owned=True) for r in self._extra_resources()],
         )
+        # What jobs with another version's semantics read (MPIJob v2beta1, docs/design/100).
+        self.version_caches = self._version_caches()
         self.recorder = EventRecorder(client=client, clock=clock, background=True)
         self.missing_crd: str | None = None  # why gang scheduling cannot start, while it cannot
         self.reconcilers = {
@@ -132,16 +143,33 @@ class Manager:
         }
         for kind, informer in self.jobs.items():
             informer.add_handlers(Handlers(self._job_handler(kind)))
-        for informer in self.owned.all():
+        for informer in self._owned_informers():
             informer.add_handlers(Handlers(self._on_owned_change))
+
+    def _version_caches(self) -> V2Beta1Caches | None:
+        if not any(kind in VERSION_RECONCILERS for kind in self._kinds):
+            return None
+        wanted = informer_resources(self._options.engine.gang_scheduler_name)
+        made = {
+            name: self._informer(resource, selector="" if name == "pod_groups" else APP_SELECTOR)
+            for name, resource in wanted.items()
+        }
+        return V2Beta1Caches(pods=self.owned.pods, **made)
+
+    def _owned_informers(self) -> list[Informer]:
+        """Every informer of objects jobs own: their events queue the controlling owner."""
+        extra = self.version_caches.informers() if self.version_caches is not None else []
+        return [*self.owned.all(), *extra]
 
     def _delegate(self, kind: str) -> VersionDelegate | None:
         """The reconciler of ``kind``'s jobs with another version's semantics, if any."""
         factory = VERSION_RECONCILERS.get(kind)
         if factory is None:
             return None
+        assert self.version_caches is not None  # made for every kind with a factory
         return factory(
             client=self._client,
+            caches=self.version_caches,
             clock=self._clock,
             recorder=self.recorder,
             cluster_domain=self._options.cluster_domain,
@@ -163,7 +191,7 @@ class Manager:
         return self.missing_crd or NOT_SYNCED
 
     def informers(self) -> list[Informer]:
-        return [*self.jobs.values(), *self.owned.all()]
+        return [*self.jobs.values(), *self._owned_informers()]
 
     async def run(self) -> None:
         """Start informers, wait for their first sync, then run the workers until cancelled."""
@@ -193,12 +221,15 @@ class Manager:
         *,
         owned: bool = False,
         project: Projection = slim,
+        selector: str | None = None,
     ) -> Informer:
+        if selector is None:
+            selector = OWNED_SELECTOR if owned else ""
         return Informer(
             self._client,
             resource,
             namespace=self._options.namespace,
-            label_selector=OWNED_SELECTOR if owned else "",
+            label_selector=selector,
             sleep=self._clock.sleep,
             project=project,
         )

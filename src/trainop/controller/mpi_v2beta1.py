@@ -2,12 +2,14 @@
 
 The MPIJob kind's ``JobReconciler`` hands every job with v2beta1 semantics
 (``api.mpi_v2beta1.is_v2beta1_job``; docs/design/100) to this reconciler, keyed by kind in
-``VERSION_RECONCILERS``. What it reads it reads by name from the API (the Service, ConfigMap,
-Secret and launcher Job carry only ``app: <job>``, as mpi-operator's, so objects mpi-operator
-made are found too) plus two label-selected pod lists; while the job is not finished it looks
-again every ``POLL`` seconds, since the launcher Job's progress reaches no informer of the
-v1 controller. An object with one of the job's names that another controller owns is never
-used: Warning ``ErrResourceExists`` and a retry (spec 5.4). Events carry the component
+``VERSION_RECONCILERS``. What it reads it reads from the manager's informers
+(``V2Beta1Caches``), never from the API: the Service, ConfigMap, Secret and launcher Job by
+name (they carry only ``app: <job>``, as mpi-operator's, so their informers select on the
+``app`` label and objects mpi-operator made are found too), the PodGroup by name, and the pods
+through an index on their ``operator-name``/``job-name``/``job-role`` labels. Events of those
+objects queue the owning MPIJob (launcher Job status changes included), so nothing polls. An
+object with one of the job's names that another controller owns is never used: Warning
+``ErrResourceExists`` and a retry (spec 5.4). Events carry the component
 ``mpi-job-controller``.
 """
 
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from prometheus_client import Counter, Gauge
@@ -29,18 +30,89 @@ from trainop.controller.events import EventRecorder
 from trainop.controller.metrics import Metrics
 from trainop.controller.reconciler import Result
 from trainop.controller.sshkeys import new_key_pair
-from trainop.engine import conditions
 from trainop.engine import mpi_v2beta1 as engine
 from trainop.engine.actions import Action, Create, Delete, Event, Update
 from trainop.engine.gang import scheduler_for
 from trainop.frameworks import mpi_v2beta1 as objects
 from trainop.frameworks.base import FrameworkOptions
 from trainop.kube.client import Client, Obj
-from trainop.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES, job_resource, resource_for
+from trainop.kube.informer import Informer
+from trainop.kube.resources import job_resource, resource_for
 
 COMPONENT = "mpi-job-controller"
-POLL = timedelta(seconds=2)
 LAUNCHER_JOBS = resource_for(api_version="batch/v1", kind="Job")
+# mpi-operator's Service, ConfigMap, Secret and launcher Job carry only ``app: <job>``: their
+# informers select on that label existing.
+APP_SELECTOR = "app"
+POD_INDEX = "mpi-v2beta1"
+
+
+def pod_keys(obj: Obj) -> list[str]:
+    """``<namespace>/<job>/<role>`` of a pod labelled for a v2beta1 job (workers and the
+    launcher Job's pods), as the index of ``V2Beta1Caches.pods``."""
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    job = labels.get(objects.JOB_NAME_LABEL)
+    if labels.get(objects.OPERATOR_NAME_LABEL) != objects.OPERATOR_NAME or not job:
+        return []
+    return [f"{meta.get('namespace', '')}/{job}/{labels.get(objects.JOB_ROLE_LABEL, '')}"]
+
+
+class V2Beta1Caches:
+    """The informers a v2beta1 job is read from (docs/design/100).
+
+    ``pods`` is the manager's pod informer (shared with v1: every v2beta1 pod carries the
+    ``job-name`` label it selects on); the others are this reader's own: launcher Jobs,
+    Services, ConfigMaps and Secrets selected on ``app``, PodGroups of the gang scheduler
+    (mpi-operator's carry no label at all, so unselected; there are few).
+    """
+
+    def __init__(
+        self,
+        *,
+        pods: Informer,
+        launcher_jobs: Informer,
+        services: Informer,
+        config_maps: Informer,
+        secrets: Informer,
+        pod_groups: Informer | None = None,
+    ) -> None:
+        self.pods = pods
+        self.by_field = {
+            "launcher": launcher_jobs,
+            "service": services,
+            "config_map": config_maps,
+            "secret": secrets,
+        }
+        if pod_groups is not None:
+            self.by_field["pod_group"] = pod_groups
+        pods.add_index(POD_INDEX, pod_keys)
+
+    def informers(self) -> list[Informer]:
+        """The informers of these caches besides the shared pod informer."""
+        return list(self.by_field.values())
+
+    def get(self, field: str, namespace: str, name: str) -> Obj | None:
+        informer = self.by_field.get(field)
+        return None if informer is None else informer.get(namespace, name)
+
+    def job_pods(self, namespace: str, job: str, role: str) -> list[Obj]:
+        return self.pods.by_index(POD_INDEX, f"{namespace}/{job}/{role}")
+
+
+def informer_resources(gang_scheduler_name: str) -> dict[str, Any]:
+    """The resource of each of ``V2Beta1Caches``' own informers (``pod_groups`` only with a
+    gang scheduler)."""
+    wanted: dict[str, Any] = {
+        "launcher_jobs": LAUNCHER_JOBS,
+        "services": resource_for(api_version="v1", kind="Service"),
+        "config_maps": resource_for(api_version="v1", kind="ConfigMap"),
+        "secrets": resource_for(api_version="v1", kind="Secret"),
+    }
+    gang = scheduler_for(gang_scheduler_name)
+    if gang is not None:
+        wanted["pod_groups"] = resource_for(api_version=gang.api_version, kind="PodGroup")
+    return wanted
 
 
 class MpiOperatorMetrics:
@@ -87,6 +159,7 @@ class V2Beta1Reconciler:
         self,
         *,
         client: Client,
+        caches: V2Beta1Caches,
         clock: Clock,
         recorder: EventRecorder,
         cluster_domain: str = "",
@@ -100,6 +173,7 @@ class V2Beta1Reconciler:
         self._gang = scheduler_for(gang_scheduler_name)
         self._frameworks = frameworks or FrameworkOptions()
         self._client = client
+        self._caches = caches
         self._clock = clock
         self._recorder = recorder
         self._domain = cluster_domain
@@ -135,43 +209,31 @@ class V2Beta1Reconciler:
             await self._write_status(raw, job, plan.status)
         for event in plan.events:
             await self._record(raw, event)
-        if plan.skipped or conditions.is_finished(tuple(plan.status.conditions or ())):
-            return Result()
-        return Result(requeue_after=POLL)
+        # No timer of its own: deadlines, retries and TTL are the launcher Job's, and every
+        # change of what the plan reads queues the job (manager, V2Beta1Caches).
+        return Result()
 
     async def _observe(self, raw: Obj, job: api.MPIJobV2Beta1, namespace: str) -> engine.Observed:
         name = job.metadata.name or ""
         found: dict[str, Any] = {}
         wanted = [
-            ("launcher", LAUNCHER_JOBS, f"{name}-launcher"),
-            ("service", SERVICES, name),
-            ("config_map", CONFIGMAPS, f"{name}-config"),
-            ("secret", SECRETS, f"{name}-ssh"),
+            ("launcher", "Job", f"{name}-launcher"),
+            ("service", "Service", name),
+            ("config_map", "ConfigMap", f"{name}-config"),
+            ("secret", "Secret", f"{name}-ssh"),
         ]
         if self._gang is not None:
-            groups = resource_for(api_version=self._gang.api_version, kind="PodGroup")
-            wanted.append(("pod_group", groups, name))
-        for field, resource, object_name in wanted:
-            try:
-                obj = await self._client.get(resource, name=object_name, namespace=namespace)
-            except errors.NotFoundError:
-                found[field] = None
-                continue
-            await self._check_owner(raw, obj, resource.kind)
+            wanted.append(("pod_group", "PodGroup", name))
+        for field, kind, object_name in wanted:
+            obj = self._caches.get(field, namespace, object_name)
+            if obj is not None:
+                await self._check_owner(raw, obj, kind)
             found[field] = obj
-        base = f"{objects.OPERATOR_NAME_LABEL}={objects.OPERATOR_NAME},"
-        base += f"{objects.JOB_NAME_LABEL}={name}"
-        workers = await self._client.list(
-            PODS, namespace=namespace, label_selector=f"{base},{objects.JOB_ROLE_LABEL}=worker"
-        )
-        for pod in workers.items:
+        workers = self._caches.job_pods(namespace, name, "worker")
+        for pod in workers:
             await self._check_owner(raw, pod, "Pod")
-        launchers = await self._client.list(
-            PODS, namespace=namespace, label_selector=f"{base},{objects.JOB_ROLE_LABEL}=launcher"
-        )
-        return engine.Observed(
-            workers=tuple(workers.items), launcher_pods=tuple(launchers.items), **found
-        )
+        launchers = self._caches.job_pods(namespace, name, "launcher")
+        return engine.Observed(workers=tuple(workers), launcher_pods=tuple(launchers), **found)
 
     async def _check_owner(self, raw: Obj, obj: Obj, kind: str) -> None:
         refs = obj["metadata"].get("ownerReferences") or []

@@ -94,15 +94,14 @@ RULES: tuple[Rule, ...] = (
     Rule("", ("events",), ("create",), Need.RECONCILE, "Events recorded on jobs"),
     Rule("", ("configmaps",), _CHILDREN, Need.RECONCILE,
          "MPI hostfile ConfigMap, updated as workers come and go"),
-    Rule("", ("services", "configmaps"), ("get",), Need.RECONCILE,
-         "MPIJob v2beta1: its Service and ConfigMap read by name (mpi-operator's have no "
-         "job-name label)"),
     Rule("", ("services",), ("patch",), Need.RECONCILE,
          "MPIJob v2beta1: the headless Service's selector reconciled"),
-    Rule("", ("secrets",), ("create", "get", "patch"), Need.RECONCILE,
-         "MPIJob v2beta1: the job's SSH key Secret, rekeyed when its keys are wrong"),
-    Rule("batch", ("jobs",), ("create", "get", "patch"), Need.RECONCILE,
-         "MPIJob v2beta1: the launcher Job, suspended and resumed with the job"),
+    Rule("", ("secrets",), ("create", "list", "patch", "watch"), Need.RECONCILE,
+         "MPIJob v2beta1: the job's SSH key Secret (informer on the app label), rekeyed when "
+         "its keys are wrong"),
+    Rule("batch", ("jobs",), ("create", "list", "patch", "watch"), Need.RECONCILE,
+         "MPIJob v2beta1: the launcher Job (informer on the app label: its status drives the "
+         "job's), suspended and resumed with the job"),
     Rule("", ("serviceaccounts",), ("create", "list", "watch"), Need.RECONCILE,
          "MPI launcher ServiceAccount (never changed once created)"),
     Rule("rbac.authorization.k8s.io", ("roles", "rolebindings"), _CHILDREN, Need.RECONCILE,
@@ -112,11 +111,6 @@ RULES: tuple[Rule, ...] = (
     *(
         Rule(group, ("podgroups",), ("delete", *_CHILDREN), Need.RECONCILE,
              "gang-scheduling PodGroup; deleted when the job finishes or is suspended")
-        for group in _PODGROUPS
-    ),
-    *(
-        Rule(group, ("podgroups",), ("get",), Need.RECONCILE,
-             "MPIJob v2beta1: its PodGroup read by name")
         for group in _PODGROUPS
     ),
     Rule("", ("pods",), ("get",), Need.MPI_ESCALATION,

@@ -92,7 +92,6 @@ def test_wait_for_workers_ready_then_the_launcher_jobs_success(server: RunningSe
         )
         assert len(pods.items) == 1
         await cluster.advance(5)  # the launcher exits 0
-        await cluster.advance(2)  # the v2beta1 reconciler looks again
 
         job = await cluster.until_condition("MPIJob", "pi", "Succeeded")
         assert is_true(job, "Created")

@@ -89,7 +89,6 @@ def test_v1_and_v2beta1_jobs_of_one_name_each_get_their_own_semantics() -> None:
                 },
                 subresource="status",
             )
-            clock.advance(2)  # the v2beta1 reconciler looks again every POLL seconds
 
             async def succeeded() -> Any:
                 job = await client.get(jobs, name="pi", namespace="modern")
@@ -117,3 +116,87 @@ def test_v1_and_v2beta1_jobs_of_one_name_each_get_their_own_semantics() -> None:
             await asyncio.gather(task, return_exceptions=True)
 
     asyncio.run(main())
+
+
+class Counting:
+    """The FakeClient as the operator sees it, counting its GET and LIST requests."""
+
+    def __init__(self, server: FakeClient) -> None:
+        self.server = server
+        self.reads: list[tuple[str, str]] = []
+
+    async def get(self, resource: Any, **kw: Any) -> Any:
+        self.reads.append(("get", resource.plural))
+        return await self.server.get(resource, **kw)
+
+    async def list(self, resource: Any, **kw: Any) -> Any:
+        self.reads.append(("list", resource.plural))
+        return await self.server.list(resource, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.server, name)
+
+
+def test_a_running_v2beta1_job_is_reconciled_from_caches_and_follows_its_launcher_job() -> None:
+    """Once the caches are synced, no reconcile of a v2beta1 job sends a GET or LIST, and the
+    launcher Job's status change alone (no clock advance: nothing polls) queues the MPIJob and
+    makes it Succeeded."""
+
+    async def main() -> None:
+        server, clock = FakeClient(), FakeClock()
+        client = Counting(server)
+        manager = Manager(
+            client=client,  # type: ignore[arg-type]
+            clock=clock,
+            options=ManagerOptions(kinds=("MPIJob",)),
+        )
+        task = asyncio.create_task(manager.run())
+        try:
+            await eventually(lambda: _true(manager.ready))
+            client.reads.clear()  # the informers' initial lists
+            jobs = job_resource(MPIJOB)
+            await server.create(jobs, mpijob("ns", sshAuthMountPath="/root/.ssh"), namespace="ns")
+
+            async def launcher_job() -> Any:
+                return "pi-launcher" in await names(server, LAUNCHER_JOBS, "ns")
+
+            await eventually(launcher_job)
+            for pod in ("pi-worker-0", "pi-worker-1"):
+                running = {"status": {"phase": "Running"}}
+                await server.patch(
+                    PODS, name=pod, namespace="ns", patch=running, subresource="status"
+                )
+
+            async def launcher_status() -> Any:
+                job = await server.get(jobs, name="pi", namespace="ns")
+                return "Launcher" in ((job.get("status") or {}).get("replicaStatuses") or {})
+
+            await eventually(launcher_status)
+            done = {"conditions": [{"type": "Complete", "status": "True"}]}
+            await server.patch(
+                LAUNCHER_JOBS,
+                name="pi-launcher",
+                namespace="ns",
+                patch={"status": done},
+                subresource="status",
+            )
+
+            async def succeeded() -> Any:
+                job = await server.get(jobs, name="pi", namespace="ns")
+                found = (job.get("status") or {}).get("conditions") or []
+                return any(c["type"] == "Succeeded" and c["status"] == "True" for c in found)
+
+            await eventually(succeeded)
+            assert client.reads == []
+            exposition = manager.metrics.exposition().decode()
+            assert 'kind="MPIJob",outcome="done"' in exposition
+            assert 'outcome="requeue"' not in exposition  # nothing waits on a timer
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(main())
+
+
+async def _true(value: bool) -> bool:
+    return value

@@ -28,7 +28,12 @@ from trainop.controller.caches import OwnedObjects
 from trainop.controller.clock import FakeClock
 from trainop.controller.events import EventRecorder
 from trainop.controller.leader import LeaderElector
-from trainop.controller.mpi_v2beta1 import LAUNCHER_JOBS, V2Beta1Reconciler
+from trainop.controller.mpi_v2beta1 import (
+    LAUNCHER_JOBS,
+    V2Beta1Caches,
+    V2Beta1Reconciler,
+    informer_resources,
+)
 from trainop.controller.reconciler import JobReconciler
 from trainop.controller.topologies import ClusterTopologySource
 from trainop.engine import gang
@@ -129,6 +134,20 @@ class Recording:
         return None
 
 
+async def settle(server: FakeClient, informers: list[Informer]) -> None:
+    """Wait until every informer holds what the server serves."""
+    async with asyncio.timeout(5):
+        for informer in informers:
+            while True:
+                served = (await server.list(informer.resource)).items
+                seen = {(o["metadata"]["name"], o["metadata"]["resourceVersion"])
+                        for o in informer.items()}  # fmt: skip
+                if seen == {(o["metadata"]["name"], o["metadata"]["resourceVersion"])
+                            for o in served}:  # fmt: skip
+                    break
+                await asyncio.sleep(0)
+
+
 @dataclass
 class Operator:
     """One kind's reconciler with its informers, against ``server``."""
@@ -144,16 +163,7 @@ class Operator:
         return r.job_resource(kind_info(self.kind))
 
     async def settle(self) -> None:
-        async with asyncio.timeout(5):
-            for informer in self.informers:
-                while True:
-                    served = (await self.server.list(informer.resource)).items
-                    seen = {(o["metadata"]["name"], o["metadata"]["resourceVersion"])
-                            for o in informer.items()}  # fmt: skip
-                    if seen == {(o["metadata"]["name"], o["metadata"]["resourceVersion"])
-                                for o in served}:  # fmt: skip
-                        break
-                    await asyncio.sleep(0)
+        await settle(self.server, self.informers)
 
     async def reconcile(self) -> None:
         await self.settle()
@@ -275,8 +285,11 @@ async def mpi_v2beta1(usage: Usage, scheduler: str = "") -> None:
     success and cleanup; the status written through the subresource."""
     server, clock = FakeClient(), FakeClock()
     client = Recording(server, usage)
+    made = {n: Informer(client, res) for n, res in informer_resources(scheduler).items()}
+    caches = V2Beta1Caches(pods=Informer(client, r.PODS), **made)
     reconciler = V2Beta1Reconciler(
         client=client,
+        caches=caches,
         clock=clock,
         recorder=EventRecorder(client=client, clock=clock),
         gang_scheduler_name=scheduler,
@@ -284,29 +297,38 @@ async def mpi_v2beta1(usage: Usage, scheduler: str = "") -> None:
     jobs = r.job_resource(kind_info("MPIJob"))
     spec = {"sshAuthMountPath": "/root/.ssh", "runPolicy": {"cleanPodPolicy": "All"}}
     await server.create(jobs, manifest("MPIJob", **spec), namespace="default")
+    informers = [caches.pods, *caches.informers()]
+    tasks = [asyncio.create_task(i.run()) for i in informers]
 
     async def reconcile() -> None:
+        await settle(server, informers)
         await reconciler.reconcile(await server.get(jobs, name="job", namespace="default"))
+        await settle(server, informers)
 
     async def edit(resource: r.Resource, name: str, patch: Obj, sub: str = "") -> None:
         await server.patch(resource, name=name, namespace="default", patch=patch, subresource=sub)
 
-    await reconcile()
-    await edit(r.SERVICES, "job", {"spec": {"selector": {"app": "other"}}})
-    secret = await server.get(r.SECRETS, name="job-ssh", namespace="default")
-    await server.replace(r.SECRETS, {**secret, "data": {"id_rsa": ""}}, namespace="default")
-    for pod in (await server.list(r.PODS, namespace="default")).items:
-        await edit(r.PODS, pod["metadata"]["name"], {"status": {"phase": "Running"}}, "status")
-    await reconcile()
-    await edit(jobs, "job", {"spec": {"runPolicy": {"suspend": True}}})
-    await reconcile()
-    await edit(jobs, "job", {"spec": {"runPolicy": {"suspend": False}}})
-    await reconcile()
-    done = {"conditions": [{"type": "Complete", "status": "True"}]}
-    await edit(LAUNCHER_JOBS, "job-launcher", {"status": done}, "status")
-    await reconcile()
-    await reconcile()
-    assert [p["metadata"]["name"] for p in (await server.list(r.PODS)).items] == []
+    try:
+        await reconcile()
+        await edit(r.SERVICES, "job", {"spec": {"selector": {"app": "other"}}})
+        secret = await server.get(r.SECRETS, name="job-ssh", namespace="default")
+        await server.replace(r.SECRETS, {**secret, "data": {"id_rsa": ""}}, namespace="default")
+        for pod in (await server.list(r.PODS, namespace="default")).items:
+            await edit(r.PODS, pod["metadata"]["name"], {"status": {"phase": "Running"}}, "status")
+        await reconcile()
+        await edit(jobs, "job", {"spec": {"runPolicy": {"suspend": True}}})
+        await reconcile()
+        await edit(jobs, "job", {"spec": {"runPolicy": {"suspend": False}}})
+        await reconcile()
+        done = {"conditions": [{"type": "Complete", "status": "True"}]}
+        await edit(LAUNCHER_JOBS, "job-launcher", {"status": done}, "status")
+        await reconcile()
+        await reconcile()
+        assert [p["metadata"]["name"] for p in (await server.list(r.PODS)).items] == []
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def scenarios() -> dict[str, Scenario]:
