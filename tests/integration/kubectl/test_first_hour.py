@@ -444,7 +444,72 @@ def test_attach_follows_output_and_spdy_gets_a_status(
     assert "ready" not in attached.stdout  # output from the attach on, not the whole log
     refused = kubectl.run("attach", "-i", "-n", ns, "att", check=False, stdin="x\n")
     assert refused.returncode == 1
-    assert "attaching to a container's stdin is not supported in local mode" in refused.stderr
+    assert "was not created with stdin: true" in refused.stderr
+
+
+def test_run_i_feeds_the_container_stdin(kubectl: Kubectl, ns: str) -> None:
+    _needs(kubectl, 30, "attach")
+    done = kubectl.run(
+        *("run", "-i", "--rm", "--restart=Never", "--image=x", "--command", "-n", ns),
+        *("t", "--", "sh", "-c", "read x; echo got $x"),
+        stdin="hello\n",
+        timeout=90,
+    )
+    assert "got hello" in done.stdout
+    gone = kubectl.run("get", "pod", "t", "-n", ns, check=False)  # --rm deleted it
+    assert "NotFound" in gone.stderr
+
+
+STDIN_POD = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+spec:
+  nodeName: trainop-local
+  restartPolicy: Never
+  containers:
+    - name: main
+      image: x
+      stdin: true
+      stdinOnce: {once}
+      command: [sh, -c, {script}]
+"""
+
+
+def test_attach_i_with_stdin_once_ends_the_container_stdin(
+    kubectl: Kubectl, ns: str, tmp_path: Path
+) -> None:
+    _needs(kubectl, 30, "attach")
+    once = STDIN_POD.format(name="once", once="true", script='"echo ready; cat; echo eof-seen"')
+    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, once, "once"))
+    _started(kubectl, ns, "once")
+    attached = kubectl.run("attach", "-i", "-n", ns, "once", stdin="first\n", timeout=60)
+    assert "first" in attached.stdout  # cat echoed it, then saw end-of-file and the pod ended
+    assert "eof-seen" in attached.stdout
+    # without stdinOnce the container's stdin stays open after an attach ends
+    script = '"echo ready; read a; echo got-$a; read b; echo got-$b"'
+    kept = STDIN_POD.format(name="kept", once="false", script=script)
+    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, kept, "kept"))
+    _started(kubectl, ns, "kept")
+    first = subprocess.Popen(
+        [kubectl.binary, "attach", "-i", "-n", ns, "kept"],
+        env=kubectl.env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert first.stdin is not None
+        first.stdin.write(b"one\n")
+        first.stdin.flush()
+        logs = _eventually(lambda: kubectl.run("logs", "-n", ns, "kept").stdout, "got-one")
+        assert "got-one" in logs
+    finally:
+        first.kill()
+        first.wait(timeout=30)
+    again = kubectl.run("attach", "-i", "-n", ns, "kept", stdin="two\n", timeout=60)
+    assert "got-two" in again.stdout
 
 
 def test_a_deployment_gets_a_clear_answer(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:

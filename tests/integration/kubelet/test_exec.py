@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from .conftest import Site
 from .harness import Local, pod, py, run_local
@@ -128,5 +130,43 @@ def test_exec_waits_for_a_starting_container_and_passes_the_command_verbatim(
         out, err = await asyncio.wait_for(client.communicate(), timeout=30)
         assert client.returncode == 0, err
         assert out.decode().strip() == f"['--', '-n', 'x'] {env.namespace}"
+
+    run_local(site.server, site.logs, site.root, body)
+
+
+def _attach(
+    address: str, namespace: str, pod_name: str
+) -> tuple[socket.socket, dict[str, Any], int]:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect("\0" + address[1:])
+    request = {"attach": True, "namespace": namespace, "pod": pod_name, "container": "main"}
+    conn.sendall(json.dumps(request).encode() + b"\n")
+    data, fds, _flags, _addr = socket.recv_fds(conn, 65536, 1)
+    return conn, json.loads(data), fds[0] if fds else -1
+
+
+def test_attach_hands_over_the_stdin_of_a_stdin_container(site: Site) -> None:
+    reads = "import sys\nsys.exit(len(sys.stdin.read()))"
+    once = pod("once", py(reads, stdin=True, stdinOnce=True))
+    plain = pod("plain", py("import time\nwhile True: time.sleep(0.05)"))
+
+    async def body(env: Local) -> None:
+        await env.create(once)
+        await env.create(plain)
+        for name in ("once", "plain"):
+            await env.wait(name, lambda p: "running" in str(p.get("status")))
+        address = env.kubelet.exec_address
+        conn, answer, fd = await asyncio.to_thread(_attach, address, env.namespace, "once")
+        assert answer == {"attached": True}
+        os.write(fd, b"abc")
+        os.close(fd)
+        conn.close()  # stdinOnce: the kubelet closes its end too, so the container sees EOF
+        ended = await env.phase("once", "Failed")
+        terminated = ended["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert terminated["exitCode"] == 3
+        conn, answer, fd = await asyncio.to_thread(_attach, address, env.namespace, "plain")
+        conn.close()
+        assert fd == -1
+        assert "stdin" in answer["error"]
 
     run_local(site.server, site.logs, site.root, body)

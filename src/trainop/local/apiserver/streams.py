@@ -15,8 +15,12 @@ and copies between them and the WebSocket. The WebSocket closing first kills the
 kubelet does so when its connection closes).
 
 ``attach`` streams the container's output from now on (from its log, as the process kubelet
-keeps no other handle on it) until the container stops; its stdin cannot be attached in local
-mode. A request that is not a WebSocket upgrade (SPDY, which kubectl before 1.30 speaks) gets
+keeps no other handle on it) until the container stops. With ``stdin=true`` (``attach -i``,
+``run -i``) the kubelet hands over a copy of the container's stdin pipe (a container with
+``stdin: true`` gets one) and the stdin channel is written to it; the client's close of stdin,
+or of the WebSocket, hangs up, and with ``stdinOnce`` the kubelet then closes the container's
+stdin (end-of-file). A container without ``stdin: true`` answers ``attach -i`` with a Status.
+A request that is not a WebSocket upgrade (SPDY, which kubectl before 1.30 speaks) gets
 a ``Status`` that says what local mode does not do, never a bare 404.
 """
 
@@ -191,27 +195,115 @@ async def exec_(state: ApiState, call: Call) -> web.StreamResponse:
 
 
 async def attach(state: ApiState, call: Call) -> web.StreamResponse:
-    """``pods/attach``: the container's output from now on, until it stops."""
+    """``pods/attach``: the container's output from now on, until it stops; with
+    ``stdin=true`` the WebSocket's stdin channel goes to the container's stdin."""
     pod = _pod(state, call)
     container = _container(call, pod)
-    if call.flag("stdin"):  # before the transport check: kubectl retries with SPDY
+    if call.flag("stdin") and not _spec_of(pod, container).get("stdin"):
+        # before the transport check: kubectl retries with SPDY
         raise status.bad_request(
-            "attaching to a container's stdin is not supported in local mode; use "
-            "kubectl exec -i (or attach without -i to follow its output)"
+            f"stdin was requested but container {container} in pod {call.name} was not "
+            "created with stdin: true"
         )
     _check_phase(pod, "attach")
+    address = _exec_address(state, pod) if call.flag("stdin") else ""
     _check_transport(call)
     ws = await _open_websocket(call)
     ref = logs.LogRef(namespace=call.namespace or "", pod=call.name or "", container=container)
     since = datetime.now(UTC)
-    try:
+
+    async def follow() -> None:
         async for line in state.log_source.lines(ref, follow=True):
             if line.time >= since:
                 await ws.send_bytes(bytes([STDOUT]) + line.text)
-        await ws.send_bytes(bytes([ERROR]) + store.encode(_exit_status(0)))
+
+    request = {"attach": True, "namespace": ref.namespace or "default", "pod": ref.pod}
+    request["container"] = container
+    stdin = _AttachedStdin(ws, v5=ws.ws_protocol == PROTOCOLS[0])
+    try:
+        if address:
+            failed = await stdin.open(address, request)
+            if failed is not None:
+                await ws.send_bytes(bytes([ERROR]) + store.encode(_failure(failed)))
+                return ws
+        following = asyncio.ensure_future(follow())
+        feeding = asyncio.ensure_future(stdin.feed())
+        try:
+            await asyncio.wait([following, feeding], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stdin.close()
+            for task in (following, feeding):
+                task.cancel()
+            await asyncio.gather(following, feeding, return_exceptions=True)
+        if following.done() and not following.cancelled() and following.exception() is None:
+            await ws.send_bytes(bytes([ERROR]) + store.encode(_exit_status(0)))
     finally:
+        stdin.close()
         await ws.close()
     return ws
+
+
+def _spec_of(pod: dict[str, Any], container: str) -> dict[str, Any]:
+    spec = pod.get("spec") or {}
+    for item in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+        if item.get("name") == container:
+            return dict(item)
+    return {}
+
+
+class _AttachedStdin:
+    """``attach -i``: a copy of the container's stdin from the kubelet (its exec endpoint's
+    ``attach`` request), fed from the WebSocket's stdin channel. Closing it (the client's
+    close of stdin, the WebSocket's end) hangs up on the kubelet, which closes the
+    container's stdin when the container has ``stdinOnce``."""
+
+    def __init__(self, ws: web.WebSocketResponse, *, v5: bool) -> None:
+        self.ws, self.v5 = ws, v5
+        self._conn: socket.socket | None = None
+        self._fd = -1
+
+    async def open(self, address: str, request: dict[str, Any]) -> str | None:
+        """Ask the kubelet for the container's stdin; an error message when it cannot."""
+        loop = asyncio.get_running_loop()
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._conn = conn
+        try:
+            target = "\0" + address[1:] if address.startswith("@") else address
+            await loop.run_in_executor(None, conn.connect, target)
+            await loop.run_in_executor(None, conn.sendall, json.dumps(request).encode() + b"\n")
+            data, fds, _flags, _addr = await loop.run_in_executor(
+                None, socket.recv_fds, conn, 65536, 1
+            )
+        except OSError as exc:
+            return f"cannot reach the kubelet's exec endpoint: {exc}"
+        self._fd = fds[0] if fds else -1
+        try:
+            answer = json.loads(data) if data else {"error": "the kubelet closed the connection"}
+        except ValueError:
+            answer = {"error": "a bad answer from the kubelet"}
+        if self._fd < 0:
+            return str(answer.get("error") or "the kubelet sent no stdin")
+        return None
+
+    async def feed(self) -> None:
+        """WebSocket → stdin; returns when the client closes the WebSocket."""
+        async for msg in self.ws:
+            if msg.type != WSMsgType.BINARY or not msg.data:
+                continue
+            channel, data = msg.data[0], msg.data[1:]
+            if channel == STDIN and self._fd >= 0 and data:
+                await _write_all(self._fd, data)
+            elif channel == CLOSE and self.v5 and data[:1] == bytes([STDIN]):
+                self.close()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = -1
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
 class _Session:

@@ -19,6 +19,12 @@ A request with ``"tty": true`` (its stdio a pseudo terminal) instead makes the c
 session leader with that terminal as its controlling terminal, so ^C reaches it; it then dies
 with its terminal (SIGHUP when the caller closes it), by its group's SIGKILL on hang-up, or
 with the kubelet (its parent-death signal), not by the container's group.
+
+``{"attach": true, "namespace", "pod", "container"}`` (no descriptors) is ``attach -i``: the
+kubelet answers ``{"attached": true}`` with a copy of the write end of the container's stdin
+pipe (a container with ``stdin: true`` gets one; ``runtime.HostProcess``) and holds until the
+caller hangs up; with ``stdinOnce`` it then closes its own end, so the container reads
+end-of-file once the caller's copy is closed too.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from trainop.local.kubelet import processes
-from trainop.local.kubelet.runtime import Launch, Running
+from trainop.local.kubelet.runtime import HostProcess, Launch, Running
 
 # With ``"tty": true`` the command leads a session whose controlling terminal is its stdin
 # (a pseudo terminal the caller made), so the terminal's signals (^C, ^Z) and job control
@@ -120,6 +126,8 @@ class ExecServer:
             conn.close()
 
     async def _run(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> Any:
+        if request.get("attach") is True:
+            return await self._attach(conn, request)
         if len(fds) != 3:
             return {"error": "send stdin, stdout and stderr with the request"}
         command = [str(word) for word in request.get("command") or []]
@@ -149,6 +157,32 @@ class ExecServer:
         fds.clear()
         code = await _wait_or_hang_up(conn, process, own_group=tty)
         return {"exitCode": processes.exit_code(code)}
+
+    async def _attach(self, conn: socket.socket, request: dict[str, Any]) -> Any:
+        """Hand a copy of the container's stdin (its pipe's write end) to the caller, then
+        hold until the caller hangs up; with ``stdinOnce`` the kubelet then closes its own end,
+        so the container reads end-of-file once the caller's copy is closed too."""
+        found = await self._target(
+            str(request.get("namespace") or "default"),
+            str(request.get("pod") or ""),
+            str(request.get("container") or ""),
+        )
+        if isinstance(found, str):
+            return {"error": found}
+        launch, running = found
+        if not isinstance(running, HostProcess):
+            return {"error": "attaching to a container's stdin needs the process runtime"}
+        if running.stdin_fd < 0:
+            return {"error": "the container's stdin is closed"}
+        loop = asyncio.get_running_loop()
+        ready = json.dumps({"attached": True}).encode() + b"\n"
+        await loop.run_in_executor(None, socket.send_fds, conn, [ready], [running.stdin_fd])
+        with contextlib.suppress(OSError):
+            while await loop.sock_recv(conn, 4096):
+                pass
+        if launch.spec.get("stdinOnce") is True:
+            running.close_stdin()
+        return {"detached": True}
 
 
 async def _wait_or_hang_up(

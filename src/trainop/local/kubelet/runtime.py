@@ -17,6 +17,8 @@ it (``RunContainerError``, ``CreateContainerError``, ``ErrImagePull`` ...).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -133,8 +135,11 @@ class Runtime(Protocol):
 class HostProcess:
     """A container run as a host process group."""
 
-    def __init__(self, process: asyncio.subprocess.Process, reaper: Reaper) -> None:
+    def __init__(
+        self, process: asyncio.subprocess.Process, reaper: Reaper, *, stdin: int = -1
+    ) -> None:
         self._process, self._reaper = process, reaper
+        self.stdin_fd = stdin  # the write end of the container's stdin pipe (``stdin: true``)
         self._oom_before = processes.oom_kills()
         reaper.watch(process.pid)
 
@@ -161,6 +166,15 @@ class HostProcess:
     async def finish(self) -> None:
         processes.signal_group(self._process.pid, signal.SIGKILL)  # what the process left behind
         self._reaper.forget(self._process.pid)
+        self.close_stdin()
+
+    def close_stdin(self) -> None:
+        """Close the kubelet's end of the container's stdin: the container reads end-of-file
+        once no attach holds it either (``stdinOnce``, or the run ended)."""
+        if self.stdin_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.stdin_fd)
+            self.stdin_fd = -1
 
     async def outcome(self, returncode: int, *, killed_by_kubelet: bool) -> tuple[int, str]:
         reason = processes.reason(
@@ -191,9 +205,19 @@ class HostRuntime:
     async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
         if not launch.argv:
             raise StartError("ContainerCannotRun", "CreateContainerError", NO_COMMAND)
+        # ``stdin: true``: a pipe whose write end the kubelet keeps for ``attach -i`` (``tty``
+        # makes no terminal here: the output goes to the log either way)
+        read_end, write_end = os.pipe() if launch.spec.get("stdin") is True else (-1, -1)
         try:
-            process = await processes.start(launch.argv, env=env, cwd=launch.cwd)
+            process = await processes.start(
+                launch.argv, env=env, cwd=launch.cwd, stdin=read_end if read_end >= 0 else None
+            )
         except OSError as exc:
+            if write_end >= 0:
+                os.close(write_end)
             message = processes.describe_start_error(launch.argv, exc)
             raise StartError("StartError", "RunContainerError", message) from exc
-        return HostProcess(process, self._reaper)
+        finally:
+            if read_end >= 0:
+                os.close(read_end)
+        return HostProcess(process, self._reaper, stdin=write_end)
