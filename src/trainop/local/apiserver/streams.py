@@ -19,7 +19,9 @@ keeps no other handle on it) until the container stops. With ``stdin=true`` (``a
 ``run -i``) the kubelet hands over a copy of the container's stdin pipe (a container with
 ``stdin: true`` gets one) and the stdin channel is written to it; the client's close of stdin,
 or of the WebSocket, hangs up, and with ``stdinOnce`` the kubelet then closes the container's
-stdin (end-of-file). A container without ``stdin: true`` answers ``attach -i`` with a Status.
+stdin (end-of-file); without it, the client's close of stdin ends the attach and the
+container's stdin stays open (containerd's behaviour). A container without ``stdin: true``
+has no stdin to attach: ``attach -i`` then only follows its output.
 A request that is not a WebSocket upgrade (SPDY, which kubectl before 1.30 speaks) gets
 a ``Status`` that says what local mode does not do, never a bare 404.
 """
@@ -199,27 +201,27 @@ async def attach(state: ApiState, call: Call) -> web.StreamResponse:
     ``stdin=true`` the WebSocket's stdin channel goes to the container's stdin."""
     pod = _pod(state, call)
     container = _container(call, pod)
-    if call.flag("stdin") and not _spec_of(pod, container).get("stdin"):
-        # before the transport check: kubectl retries with SPDY
-        raise status.bad_request(
-            f"stdin was requested but container {container} in pod {call.name} was not "
-            "created with stdin: true"
-        )
     _check_phase(pod, "attach")
-    address = _exec_address(state, pod) if call.flag("stdin") else ""
+    spec = _spec_of(pod, container)
+    # a container without ``stdin: true`` has no stdin to attach: the stream's stdin is ignored
+    # and its output followed (as containerd does), not refused
+    wants_stdin = call.flag("stdin") and spec.get("stdin") is True
+    address = _exec_address(state, pod) if wants_stdin else ""
     _check_transport(call)
     ws = await _open_websocket(call)
     ref = logs.LogRef(namespace=call.namespace or "", pod=call.name or "", container=container)
     since = datetime.now(UTC)
 
-    async def follow() -> None:
+    async def follow() -> bool:
         async for line in state.log_source.lines(ref, follow=True):
             if line.time >= since:
                 await ws.send_bytes(bytes([STDOUT]) + line.text)
+        return True
 
     request = {"attach": True, "namespace": ref.namespace or "default", "pod": ref.pod}
     request["container"] = container
-    stdin = _AttachedStdin(ws, v5=ws.ws_protocol == PROTOCOLS[0])
+    once = spec.get("stdinOnce") is True
+    stdin = _AttachedStdin(ws, v5=ws.ws_protocol == PROTOCOLS[0], once=once)
     try:
         if address:
             failed = await stdin.open(address, request)
@@ -235,7 +237,8 @@ async def attach(state: ApiState, call: Call) -> web.StreamResponse:
             for task in (following, feeding):
                 task.cancel()
             await asyncio.gather(following, feeding, return_exceptions=True)
-        if following.done() and not following.cancelled() and following.exception() is None:
+        ended = [t for t in (following, feeding) if t.done() and not t.cancelled()]
+        if any(t.exception() is None and t.result() is not False for t in ended):
             await ws.send_bytes(bytes([ERROR]) + store.encode(_exit_status(0)))
     finally:
         stdin.close()
@@ -255,10 +258,11 @@ class _AttachedStdin:
     """``attach -i``: a copy of the container's stdin from the kubelet (its exec endpoint's
     ``attach`` request), fed from the WebSocket's stdin channel. Closing it (the client's
     close of stdin, the WebSocket's end) hangs up on the kubelet, which closes the
-    container's stdin when the container has ``stdinOnce``."""
+    container's stdin when the container has ``stdinOnce``; without it, the client's close of
+    stdin ends the attach (containerd then stops copying the output to it too)."""
 
-    def __init__(self, ws: web.WebSocketResponse, *, v5: bool) -> None:
-        self.ws, self.v5 = ws, v5
+    def __init__(self, ws: web.WebSocketResponse, *, v5: bool, once: bool) -> None:
+        self.ws, self.v5, self.once = ws, v5, once
         self._conn: socket.socket | None = None
         self._fd = -1
 
@@ -285,16 +289,20 @@ class _AttachedStdin:
             return str(answer.get("error") or "the kubelet sent no stdin")
         return None
 
-    async def feed(self) -> None:
-        """WebSocket → stdin; returns when the client closes the WebSocket."""
+    async def feed(self) -> bool:
+        """WebSocket → stdin. False when the client closed the WebSocket; True when it closed
+        stdin and that ends the attach (a container without ``stdinOnce``)."""
         async for msg in self.ws:
             if msg.type != WSMsgType.BINARY or not msg.data:
                 continue
             channel, data = msg.data[0], msg.data[1:]
             if channel == STDIN and self._fd >= 0 and data:
                 await _write_all(self._fd, data)
-            elif channel == CLOSE and self.v5 and data[:1] == bytes([STDIN]):
+            elif channel == CLOSE and self.v5 and data[:1] == bytes([STDIN]) and self._fd >= 0:
                 self.close()
+                if not self.once:
+                    return True
+        return False
 
     def close(self) -> None:
         if self._fd >= 0:
