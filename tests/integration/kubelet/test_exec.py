@@ -149,11 +149,14 @@ def test_attach_hands_over_the_stdin_of_a_stdin_container(site: Site) -> None:
     reads = "import sys\nsys.exit(len(sys.stdin.read()))"
     once = pod("once", py(reads, stdin=True, stdinOnce=True))
     plain = pod("plain", py("import time\nwhile True: time.sleep(0.05)"))
+    line = "import sys\nsys.exit(len(sys.stdin.readline()))"
+    tty = pod("tty", py(line, stdin=True, stdinOnce=True, tty=True))
 
     async def body(env: Local) -> None:
         await env.create(once)
         await env.create(plain)
-        for name in ("once", "plain"):
+        await env.create(tty)
+        for name in ("once", "plain", "tty"):
             await env.wait(name, lambda p: "running" in str(p.get("status")))
         address = env.kubelet.exec_address
         conn, answer, fd = await asyncio.to_thread(_attach, address, env.namespace, "once")
@@ -168,5 +171,15 @@ def test_attach_hands_over_the_stdin_of_a_stdin_container(site: Site) -> None:
         conn.close()
         assert fd == -1
         assert "stdin" in answer["error"]
+        # with tty, stdinOnce does not close the stdin (containerd's rule): a second attach
+        # completes the line the first began
+        for part in (b"ab", b"c\n"):
+            conn, answer, fd = await asyncio.to_thread(_attach, address, env.namespace, "tty")
+            assert answer == {"attached": True}
+            os.write(fd, part)
+            os.close(fd)
+            conn.close()
+        ended = await env.phase("tty", "Failed")
+        assert ended["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 4
 
     run_local(site.server, site.logs, site.root, body)

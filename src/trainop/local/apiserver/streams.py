@@ -220,7 +220,7 @@ async def attach(state: ApiState, call: Call) -> web.StreamResponse:
 
     request = {"attach": True, "namespace": ref.namespace or "default", "pod": ref.pod}
     request["container"] = container
-    once = spec.get("stdinOnce") is True
+    once = spec.get("stdinOnce") is True and spec.get("tty") is not True  # as containerd
     stdin = _AttachedStdin(ws, v5=ws.ws_protocol == PROTOCOLS[0], once=once)
     try:
         if address:

@@ -23,8 +23,8 @@ with the kubelet (its parent-death signal), not by the container's group.
 ``{"attach": true, "namespace", "pod", "container"}`` (no descriptors) is ``attach -i``: the
 kubelet answers ``{"attached": true}`` with a copy of the write end of the container's stdin
 pipe (a container with ``stdin: true`` gets one; ``runtime.HostProcess``) and holds until the
-caller hangs up; with ``stdinOnce`` it then closes its own end, so the container reads
-end-of-file once the caller's copy is closed too.
+caller hangs up; with ``stdinOnce`` (and no ``tty``, as containerd) it then closes its own
+end, so the container reads end-of-file once the caller's copy is closed too.
 """
 
 from __future__ import annotations
@@ -160,8 +160,8 @@ class ExecServer:
 
     async def _attach(self, conn: socket.socket, request: dict[str, Any]) -> Any:
         """Hand a copy of the container's stdin (its pipe's write end) to the caller, then
-        hold until the caller hangs up; with ``stdinOnce`` the kubelet then closes its own end,
-        so the container reads end-of-file once the caller's copy is closed too."""
+        hold until the caller hangs up; with ``stdinOnce`` (no ``tty``) the kubelet then closes
+        its own end, so the container reads end-of-file once the caller's copy is closed too."""
         found = await self._target(
             str(request.get("namespace") or "default"),
             str(request.get("pod") or ""),
@@ -180,8 +180,8 @@ class ExecServer:
         with contextlib.suppress(OSError):
             while await loop.sock_recv(conn, 4096):
                 pass
-        if launch.spec.get("stdinOnce") is True:
-            running.close_stdin()
+        if launch.spec.get("stdinOnce") is True and launch.spec.get("tty") is not True:
+            running.close_stdin()  # containerd's rule: a terminal's stdin stays open
         return {"detached": True}
 
 
