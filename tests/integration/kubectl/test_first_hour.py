@@ -502,6 +502,16 @@ def test_attach_i_with_stdin_once_ends_the_container_stdin(
     kubectl.run("attach", "-i", "-n", ns, "kept", stdin="two\n", timeout=60)
     logs = _eventually(lambda: kubectl.run("logs", "-n", ns, "kept").stdout, "got-two")
     assert "got-two" in logs
+    # tty: true makes the stdio a terminal (its echo of the input lands in the log too)
+    script = '"echo ready; read x; test -t 0 && test -t 1 && echo term-$x"'
+    term = STDIN_POD.format(name="term", once="true", script=script).replace(
+        "stdin: true", "stdin: true\n      tty: true"
+    )
+    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, term, "term"))
+    _started(kubectl, ns, "term")
+    kubectl.run("attach", "-i", "-n", ns, "term", stdin="hi\n", timeout=60)
+    logs = _eventually(lambda: kubectl.run("logs", "-n", ns, "term").stdout, "term-hi")
+    assert "term-hi" in logs
 
 
 def test_a_deployment_gets_a_clear_answer(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:

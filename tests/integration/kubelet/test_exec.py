@@ -149,7 +149,9 @@ def test_attach_hands_over_the_stdin_of_a_stdin_container(site: Site) -> None:
     reads = "import sys\nsys.exit(len(sys.stdin.read()))"
     once = pod("once", py(reads, stdin=True, stdinOnce=True))
     plain = pod("plain", py("import time\nwhile True: time.sleep(0.05)"))
-    line = "import sys\nsys.exit(len(sys.stdin.readline()))"
+    line = (  # 10 more when stdin, stdout and stderr are a terminal
+        "import os, sys\nsys.exit(len(sys.stdin.readline()) + 10 * all(map(os.isatty, (0, 1, 2))))"
+    )
     tty = pod("tty", py(line, stdin=True, stdinOnce=True, tty=True))
 
     async def body(env: Local) -> None:
@@ -171,8 +173,8 @@ def test_attach_hands_over_the_stdin_of_a_stdin_container(site: Site) -> None:
         conn.close()
         assert fd == -1
         assert "stdin" in answer["error"]
-        # with tty, stdinOnce does not close the stdin (containerd's rule): a second attach
-        # completes the line the first began
+        # with tty the stdio is a terminal, and stdinOnce does not close the stdin
+        # (containerd's rule): a second attach completes the line the first began
         for part in (b"ab", b"c\n"):
             conn, answer, fd = await asyncio.to_thread(_attach, address, env.namespace, "tty")
             assert answer == {"attached": True}
@@ -180,6 +182,6 @@ def test_attach_hands_over_the_stdin_of_a_stdin_container(site: Site) -> None:
             os.close(fd)
             conn.close()
         ended = await env.phase("tty", "Failed")
-        assert ended["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 4
+        assert ended["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 14
 
     run_local(site.server, site.logs, site.root, body)

@@ -298,6 +298,8 @@ class _AttachedStdin:
             channel, data = msg.data[0], msg.data[1:]
             if channel == STDIN and self._fd >= 0 and data:
                 await _write_all(self._fd, data)
+            elif channel == RESIZE and self._fd >= 0:  # a ``tty: true`` container's terminal
+                _resize(self._fd, data)
             elif channel == CLOSE and self.v5 and data[:1] == bytes([STDIN]) and self._fd >= 0:
                 self.close()
                 if not self.once:
@@ -465,12 +467,17 @@ class _Session:
         self._stdin_fd = -1
 
     def _resize(self, data: bytes) -> None:
-        try:
-            size = json.loads(data)
-            packed = struct.pack("HHHH", int(size["Height"]), int(size["Width"]), 0, 0)
-            fcntl.ioctl(self._master, termios.TIOCSWINSZ, packed)
-        except (ValueError, KeyError, TypeError, OSError, struct.error):
-            return
+        _resize(self._master, data)
+
+
+def _resize(fd: int, data: bytes) -> None:
+    """Apply a resize message (``{"Width", "Height"}``) to a terminal (nothing on a pipe)."""
+    try:
+        size = json.loads(data)
+        packed = struct.pack("HHHH", int(size["Height"]), int(size["Width"]), 0, 0)
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, packed)
+    except (ValueError, KeyError, TypeError, OSError, struct.error):
+        return
 
 
 def _is_running(pod: dict[str, Any], container: str) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import pty
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -136,10 +137,22 @@ class HostProcess:
     """A container run as a host process group."""
 
     def __init__(
-        self, process: asyncio.subprocess.Process, reaper: Reaper, *, stdin: int = -1
+        self,
+        process: asyncio.subprocess.Process,
+        reaper: Reaper,
+        *,
+        stdin: int = -1,
+        terminal: int = -1,
     ) -> None:
         self._process, self._reaper = process, reaper
-        self.stdin_fd = stdin  # the write end of the container's stdin pipe (``stdin: true``)
+        # the write end of the container's stdin pipe (``stdin: true``), or a copy of its
+        # terminal's master side (``tty: true``)
+        self.stdin_fd = stdin
+        self._terminal: tuple[asyncio.StreamReader, asyncio.StreamReader] | None = None
+        if terminal >= 0:  # the terminal carries stdout and stderr both; stderr stays empty
+            empty = asyncio.StreamReader()
+            empty.feed_eof()
+            self._terminal = (_terminal_reader(terminal), empty)
         self._oom_before = processes.oom_kills()
         reaper.watch(process.pid)
 
@@ -149,11 +162,15 @@ class HostProcess:
 
     @property
     def stdout(self) -> asyncio.StreamReader:
+        if self._terminal is not None:
+            return self._terminal[0]
         assert self._process.stdout is not None
         return self._process.stdout
 
     @property
     def stderr(self) -> asyncio.StreamReader:
+        if self._terminal is not None:
+            return self._terminal[1]
         assert self._process.stderr is not None
         return self._process.stderr
 
@@ -205,19 +222,57 @@ class HostRuntime:
     async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
         if not launch.argv:
             raise StartError("ContainerCannotRun", "CreateContainerError", NO_COMMAND)
-        # ``stdin: true``: a pipe whose write end the kubelet keeps for ``attach -i`` (``tty``
-        # makes no terminal here: the output goes to the log either way)
-        read_end, write_end = os.pipe() if launch.spec.get("stdin") is True else (-1, -1)
+        # ``tty: true``: a pseudo terminal is the container's stdio, its master side kept by
+        # the kubelet (the output read from it, a copy written by ``attach -i``); ``stdin: true``
+        # alone: a pipe whose write end the kubelet keeps for ``attach -i``
+        tty = launch.spec.get("tty") is True
+        mine, theirs = -1, -1
+        if tty:
+            mine, theirs = pty.openpty()
+        elif launch.spec.get("stdin") is True:
+            theirs, mine = os.pipe()
         try:
             process = await processes.start(
-                launch.argv, env=env, cwd=launch.cwd, stdin=read_end if read_end >= 0 else None
+                launch.argv,
+                env=env,
+                cwd=launch.cwd,
+                stdin=theirs if theirs >= 0 else None,
+                stdout=theirs if tty else None,
+                stderr=theirs if tty else None,
             )
         except OSError as exc:
-            if write_end >= 0:
-                os.close(write_end)
+            if mine >= 0:
+                os.close(mine)
             message = processes.describe_start_error(launch.argv, exc)
             raise StartError("StartError", "RunContainerError", message) from exc
         finally:
-            if read_end >= 0:
-                os.close(read_end)
-        return HostProcess(process, self._reaper, stdin=write_end)
+            if theirs >= 0:
+                os.close(theirs)
+        if tty:
+            return HostProcess(process, self._reaper, stdin=os.dup(mine), terminal=mine)
+        return HostProcess(process, self._reaper, stdin=mine)
+
+
+def _terminal_reader(fd: int) -> asyncio.StreamReader:
+    """A reader of a terminal's master side: end-of-file once every slave user is gone (EIO),
+    when the descriptor is closed too."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    os.set_blocking(fd, False)
+
+    def readable() -> None:
+        try:
+            data = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:  # EIO: the last process using the terminal is gone
+            data = b""
+        if data:
+            reader.feed_data(data)
+            return
+        loop.remove_reader(fd)
+        os.close(fd)
+        reader.feed_eof()
+
+    loop.add_reader(fd, readable)
+    return reader
