@@ -42,15 +42,26 @@ def _podman(tmp: Path, *words: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, env=env, check=False, timeout=60)
 
 
-def _left(tmp: Path) -> tuple[list[str], list[str]]:
-    """Containers and networks of any trainop session still there."""
+# What other trainop sessions on this machine had when a test began (another checkout's
+# tests, a user's own `trainop local up`): a test answers only for what appeared after.
+_ALREADY: dict[Path, tuple[set[str], set[str]]] = {}
+
+
+def _sessions(tmp: Path) -> tuple[set[str], set[str]]:
     label = "label=trainop.session"
     found = _podman(tmp, "ps", "-a", "--filter", label, "--format", "json").stdout
     networks = _podman(tmp, "network", "ls", "--filter", label, "--format", "json").stdout
     return (
-        [str(c["Names"]) for c in json.loads(found or "[]")],
-        [str(n["name"]) for n in json.loads(networks or "[]")],
+        {str(c["Names"]) for c in json.loads(found or "[]")},
+        {str(n["name"]) for n in json.loads(networks or "[]")},
     )
+
+
+def _left(tmp: Path) -> tuple[list[str], list[str]]:
+    """Containers and networks of trainop sessions that appeared since the test began."""
+    containers, networks = _sessions(tmp)
+    old_containers, old_networks = _ALREADY.get(tmp, (set(), set()))
+    return sorted(containers - old_containers), sorted(networks - old_networks)
 
 
 @pytest.fixture
@@ -60,6 +71,7 @@ def podman(tmp_path: Path) -> Iterator[Path]:
     for image in IMAGES:
         if _podman(tmp_path, "image", "exists", image).returncode != 0:
             pytest.skip(f"image {image} is missing (make container-images)")
+    _ALREADY[tmp_path] = _sessions(tmp_path)
     yield tmp_path
     assert _left(tmp_path) == ([], [])
 
