@@ -4,6 +4,8 @@
 #   localhost/trainop-ddp:1          + CPU torch (from this machine's wheel directories) and
 #                                    /opt/train/ddp.py and tfconfig.py; no ENTRYPOINT
 #   localhost/trainop-ddp-entry:1    the same with ENTRYPOINT ["python3", "/opt/train/ddp.py"]
+#   localhost/trainop-debian-mpi:12  Debian bookworm minbase + python3, Open MPI, mpi4py
+#   localhost/trainop-mpi:1          + examples/mpi/allreduce.py under /opt/trainop (WORKDIR)
 # Skips (exit 0, a message) when podman or mmdebstrap is missing. STATE: a scratch directory.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,4 +31,11 @@ done
 # shellcheck disable=SC2086
 $podman build --network host $mounts -t localhost/trainop-ddp:1 -f "$here/Containerfile.train" "$here"
 $podman build -t localhost/trainop-ddp-entry:1 -f "$here/Containerfile.entrypoint" "$here"
-echo "container-images: built localhost/trainop-ddp:1 and localhost/trainop-ddp-entry:1"
+if ! $podman image exists localhost/trainop-debian-mpi:12; then
+    mmdebstrap --variant=minbase --include=python3,openmpi-bin,python3-mpi4py \
+        bookworm "$state/rootfs-mpi.tar"
+    $podman import "$state/rootfs-mpi.tar" localhost/trainop-debian-mpi:12
+    rm -f "$state/rootfs-mpi.tar"
+fi
+$podman build -t localhost/trainop-mpi:1 -f "$here/Containerfile.mpi" "$here/../examples/mpi"
+echo "container-images: built localhost/trainop-ddp:1, trainop-ddp-entry:1 and trainop-mpi:1"

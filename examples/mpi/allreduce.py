@@ -2,7 +2,8 @@
 
 Each rank contributes rank+1 and a vector; the all-reduced sum must equal size*(size+1)/2 on
 every rank, and rank 0 also gathers every rank's pid (distinct processes) and Open MPI's local
-rank count (1 when each rank runs on its own hostfile node, i.e. in its own worker). Prints ``PROOF ... OK`` on rank 0 (and exits 0), else exits 1 on every rank.
+rank count (1 when each rank runs on its own hostfile node, i.e. in its own worker) and the
+ranks' hostnames (in containers: the worker pods' names). Prints ``PROOF ... OK`` on rank 0 (and exits 0), else exits 1 on every rank.
 """
 
 import os
@@ -32,9 +33,11 @@ def main() -> int:
         distinct = len({pid for pid, _ in peers or []}) == size
         ok = ok and distinct
         per_node = ",".join(sorted({local for _, local in peers or []}))
+        hosts = ",".join(sorted({peer.split(":")[0] for peer, _ in peers or []}))
         say(
             f"PROOF mpi size={size} allreduce sum={total} expected={expected} "
-            f"distinct_processes={distinct} ranks_per_node={per_node} {'OK' if ok else 'FAIL'}"
+            f"distinct_processes={distinct} ranks_per_node={per_node} hosts={hosts} "
+            f"{'OK' if ok else 'FAIL'}"
         )
     return 0 if comm.allreduce(ok, op=MPI.LAND) else 1
 

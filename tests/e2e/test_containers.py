@@ -330,3 +330,39 @@ def _exec_into_a_container(env: dict[str, str], tmp_path: Path) -> None:
     script = "echo $FOO; pwd; hostname; cat /etc/cfg/key; echo; touch /etc/cfg/x || echo ro"
     out = kubectl("exec", "sleeper", "--", "sh", "-c", script)
     assert out.split() == ["bar", "/tmp", "sleeper", "value", "ro"]
+
+
+MPI_IMAGE = "localhost/trainop-mpi:1"
+MPI_PROOF = re.compile(
+    r"^\[launcher[\w-]*\]\s+PROOF mpi size=2 allreduce sum=3 expected=3 distinct_processes=True "
+    r"ranks_per_node=1 hosts=(\S+) OK$",
+    re.MULTILINE,
+)
+
+
+@pytest.mark.parametrize(
+    ("manifest", "job", "agent"),
+    [
+        ("mpi-allreduce.yaml", "mpi-allreduce", "/run/trainop/execclient.py"),
+        ("mpi-v2beta1-allreduce.yaml", "mpi-v2-allreduce", None),
+    ],
+)
+def test_mpi_launcher_starts_its_ranks_in_the_worker_containers(
+    podman: Path, manifest: str, job: str, agent: str | None
+) -> None:
+    """examples/mpi's all-reduce (v1: kubexec.sh; v2beta1: ssh) with only the image changed:
+    the launcher container's rsh agent reaches the kubelet's exec through the mounted socket,
+    which runs ``orted`` in each worker container (``podman exec``), so every rank's hostname
+    is a worker pod's name."""
+    if _podman(podman, "image", "exists", MPI_IMAGE).returncode != 0:
+        pytest.skip(f"image {MPI_IMAGE} is missing (make container-images)")
+    example = (ROOT / "examples" / "mpi" / manifest.replace("mpi-", "", 1)).read_text()
+    assert (MANIFESTS / manifest).read_text() == example.replace("python:3.11", MPI_IMAGE)
+    code, output, _ = _run(MANIFESTS / manifest, "--runtime", "podman")
+    assert code == 0, output
+    assert output.splitlines()[0] == "runtime: podman (asked for; a network of their own)"
+    assert MPI_PROOF.findall(output) == [f"{job}-worker-0,{job}-worker-1"], output
+    if agent is not None:  # kubexec.sh's ``set -x`` shows the agent it runs per worker
+        for worker in (f"{job}-worker-0", f"{job}-worker-1"):
+            assert f"+ python3 -I -S {agent} {worker} -- /bin/sh -c" in output, output
+    assert output.splitlines()[-1].endswith("Succeeded")

@@ -38,6 +38,7 @@ from trainop.local.kubelet import (
     KubeletConfig,
     LogFiles,
     ProcessKubelet,
+    containers,
     execclient,
     gpus,
     sshclient,
@@ -226,7 +227,7 @@ def process_cluster(
     ssh = config.state_dir / "bin" / "ssh"
     frameworks = dataclasses.replace(local_frameworks(engine.frameworks), mpi_ssh_command=str(ssh))
     if container_runtime is not None:  # no init container to wait for DNS: names resolve
-        frameworks = dataclasses.replace(engine.frameworks, wait_for_peer_dns=False)
+        frameworks = container_frameworks(engine.frameworks)
     local_engine = dataclasses.replace(engine, frameworks=frameworks)
     config = dataclasses.replace(
         config, manager=dataclasses.replace(config.manager, engine=local_engine)
@@ -300,6 +301,19 @@ def _gpu_devices(count: int | None) -> tuple[str, ...] | None:
 # Every pod of a process cluster is on this host: Open MPI's daemons and ranks talk over
 # loopback, which its TCP components exclude by default (they expect one host per node).
 _OPEN_MPI_LOOPBACK = (("OMPI_MCA_oob_tcp_if_include", "lo"), ("OMPI_MCA_btl_tcp_if_include", "lo"))
+
+
+def container_frameworks(options: FrameworkOptions) -> FrameworkOptions:
+    """The plugin settings of a container cluster: names resolve (no DNS wait), paths are the
+    manifest's; MPI's rsh agent (and v2beta1's ssh) is the exec client the container runtime
+    mounts into every container, which reaches the kubelet's exec (``podman exec``)."""
+    return dataclasses.replace(
+        options,
+        wait_for_peer_dns=False,
+        mpi_exec_command=containers.exec_command(),
+        mpi_kubectl_delivery=False,
+        mpi_ssh_command=containers.ssh_command(),
+    )
 
 
 def local_frameworks(options: FrameworkOptions) -> FrameworkOptions:

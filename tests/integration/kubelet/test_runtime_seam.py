@@ -4,12 +4,16 @@ message; the pod's state machine, back-off and events are the shared ones."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from trainop.controller.clock import FakeClock
 from trainop.kube.resources import EVENTS
-from trainop.local.kubelet import Backoff
+from trainop.local.kubelet import Backoff, execclient
 from trainop.local.kubelet.runtime import Launch, Running, StartError, Target
 
 from .conftest import Site
@@ -79,3 +83,34 @@ def test_an_image_that_cannot_be_pulled_backs_off_as_image_pull_back_off(site: S
         backoff=Backoff(),
         container_runtime=runtime,
     )
+
+
+class WithExecSocket(NoPull):
+    """A runtime whose containers reach the kubelet's exec through a socket file."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.exec_socket = path
+
+
+def test_the_kubelet_also_serves_exec_on_the_runtimes_socket_file(
+    site: Site, tmp_path: Path
+) -> None:
+    """Containers have a network namespace of their own, so the abstract address is out of
+    their reach: the kubelet listens on the runtime's ``exec_socket`` too, same protocol."""
+    path = tmp_path / "exec.sock"
+
+    async def body(env: Local) -> None:
+        assert path.is_socket()
+        assert env.kubelet.exec_address.startswith("@")
+        with pytest.raises(RuntimeError, match='pods "nope" not found'):
+            await asyncio.to_thread(
+                execclient.run,
+                str(path),
+                namespace=env.namespace,
+                pod="nope",
+                container="",
+                command=["true"],
+            )
+
+    run_local(site.server, site.logs, site.root, body, container_runtime=WithExecSocket(path))

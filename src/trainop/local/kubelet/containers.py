@@ -33,6 +33,7 @@ import logging
 import os
 import shutil
 import signal
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,23 @@ OWNER_LABEL = "trainop.owner"  # the process id of the session that made it
 CONF = "[containers]\ndefault_ulimits = []\n"
 _BASE = ("--runtime", "runc", "--cgroup-manager", "cgroupfs")
 _SAFE = str.maketrans(dict.fromkeys("/:@ ", "-"))
+# Where every container sees the kubelet's exec endpoint (a socket the exec server listens on)
+# and the standard-library exec and ssh clients, so an MPI launcher's rsh agent (kubexec.sh)
+# starts its ranks in the worker containers through the kubelet (``podman exec`` on the host).
+EXEC_MOUNT = "/run/trainop"
+EXEC_SOCKET = "exec.sock"
+_SOCKET_PATH_LIMIT = 100  # a Unix socket's path is at most 107 bytes
+
+
+def exec_command() -> str:
+    """The rsh agent's command inside a container (``kubectl exec`` on a cluster): the exec
+    client bind-mounted at ``EXEC_MOUNT``, run by the image's ``python3``."""
+    return f"python3 -I -S {EXEC_MOUNT}/execclient.py"
+
+
+def ssh_command() -> str:
+    """MPIJob v2beta1's remote shell inside a container (``ssh`` on a cluster)."""
+    return f"{EXEC_MOUNT}/ssh"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +150,13 @@ class ContainerRuntime:
         self.session = session
         self._want_network = network
         self.network = ""  # the session's network, "" for the host's
+        self.exec_dir: Path | None = None  # mounted at EXEC_MOUNT (``open`` makes it)
         self._opened = False
+
+    @property
+    def exec_socket(self) -> Path | None:
+        """Where the kubelet's exec server also listens, for containers (see ``EXEC_MOUNT``)."""
+        return self.exec_dir / EXEC_SOCKET if self.exec_dir is not None else None
 
     @property
     def network_name(self) -> str:
@@ -152,6 +176,7 @@ class ContainerRuntime:
         self._opened = True
         self._podman.write_conf()
         await self.reap_stale()
+        self.exec_dir = _exec_dir(self._podman.state_dir)
         if not self._want_network:
             return
         reply = await self._podman.call(
@@ -173,6 +198,8 @@ class ContainerRuntime:
     async def close(self) -> None:
         """Remove every container and the network of this session."""
         await self.reap(by=SESSION_LABEL, value=self.session)
+        if self.exec_dir is not None:
+            shutil.rmtree(self.exec_dir, ignore_errors=True)
 
     async def reap_stale(self) -> None:
         """Remove what sessions that are gone (or used this state directory) left."""
@@ -259,6 +286,10 @@ class ContainerRuntime:
             words += ["--env", variable]
         for mount in mounts(launch):
             words += ["--mount", mount]
+        if self.exec_dir is not None:  # the exec endpoint (values not secret: on argv)
+            words += ["--mount", f"type=bind,source={self.exec_dir},destination={EXEC_MOUNT}"]
+            words += ["--env", f"TRAINOP_EXEC_ADDRESS={EXEC_MOUNT}/{EXEC_SOCKET}"]
+            words += ["--env", f"TRAINOP_NAMESPACE={target.namespace}"]
         return [*words, *limits(launch.spec)]
 
     async def _ensure_image(self, image: str, policy: str) -> None:
@@ -391,6 +422,23 @@ def mounts(launch: Launch) -> list[str]:
             words.append("ro=true")
         found.append(",".join(words))
     return found
+
+
+def _exec_dir(state_dir: Path) -> Path:
+    """A fresh directory with the exec and ssh clients, for ``EXEC_MOUNT``: under the state
+    directory, or a private temporary one where the socket's path would be too long."""
+    path = state_dir / "exec"
+    if len(str(path / EXEC_SOCKET)) > _SOCKET_PATH_LIMIT:
+        path = Path(tempfile.mkdtemp(prefix="trainop-exec-"))
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(mode=0o700, parents=True)
+    here = Path(__file__).resolve().parent
+    for client in ("execclient.py", "sshclient.py"):
+        shutil.copyfile(here / client, path / client)
+    ssh = path / "ssh"
+    ssh.write_text(f'#!/bin/sh\nexec python3 -I -S {EXEC_MOUNT}/sshclient.py "$@"\n')
+    ssh.chmod(0o755)
+    return path
 
 
 def _alive(pid: str) -> bool:

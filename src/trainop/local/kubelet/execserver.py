@@ -39,6 +39,7 @@ import struct
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from trainop.local.kubelet import processes
@@ -74,6 +75,7 @@ class ExecServer:
         self._target = target
         self._serving: asyncio.Task[None] | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self._more: list[socket.socket] = []  # ``listen``'s socket files
 
     @staticmethod
     async def start(target: Target) -> ExecServer:
@@ -84,8 +86,22 @@ class ExecServer:
         listener.listen(64)
         listener.setblocking(False)
         server = ExecServer(listener, "@" + name, target)
-        server._serving = asyncio.get_running_loop().create_task(server._accept())
+        server._serving = asyncio.get_running_loop().create_task(server._accept(listener))
         return server
+
+    def listen(self, path: Path) -> None:
+        """Also accept on the socket file ``path`` (replaced if there), same protocol: for
+        containers, which have a network namespace of their own and so cannot reach the
+        abstract address (the container runtime bind-mounts its directory)."""
+        path.unlink(missing_ok=True)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(path))
+        listener.listen(64)
+        listener.setblocking(False)
+        self._more.append(listener)
+        task = asyncio.get_running_loop().create_task(self._accept(listener))
+        self._connections.add(task)
+        task.add_done_callback(self._connections.discard)
 
     async def close(self) -> None:
         """Stop accepting; end the commands still running."""
@@ -96,11 +112,13 @@ class ExecServer:
             *(t for t in [self._serving, *self._connections] if t), return_exceptions=True
         )
         self._listener.close()
+        for listener in self._more:
+            listener.close()
 
-    async def _accept(self) -> None:
+    async def _accept(self, listener: socket.socket) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            conn, _ = await loop.sock_accept(self._listener)
+            conn, _ = await loop.sock_accept(listener)
             conn.setblocking(False)
             task = loop.create_task(self._serve(conn))
             self._connections.add(task)

@@ -158,6 +158,8 @@ class ProcessKubelet:
         self._spawn(self.node.run())
         if self._runtime is not None:
             await self._runtime.open()
+            if (exec_socket := getattr(self._runtime, "exec_socket", None)) is not None:
+                self._exec.listen(exec_socket)  # containers reach exec through a file
         try:
             await self._informer.run()
         finally:

@@ -218,3 +218,39 @@ def test_without_a_network_containers_use_the_hosts_with_loopback_addressing(
     words = runtime._run_options(TARGET, _launch(tmp_path, {"name": "c"}), "n")
     assert words[words.index("--network") + 1] == "host"
     assert "--network-alias" not in words
+
+
+def test_every_container_gets_the_exec_endpoint_and_clients_mounted(tmp_path: Path) -> None:
+    """``open`` makes the directory the kubelet's exec server listens in (``exec_socket``)
+    with the exec and ssh clients; every run mounts it at ``EXEC_MOUNT`` and points
+    ``TRAINOP_EXEC_ADDRESS`` at the socket there; ``close`` removes it."""
+    podman, _ = _fake_podman(tmp_path, image_exists=True)
+    runtime = containers.ContainerRuntime(podman, session="s3", network=False)
+    asyncio.run(runtime.open())
+    assert runtime.exec_dir == tmp_path / "state" / "exec"
+    assert runtime.exec_socket == runtime.exec_dir / "exec.sock"
+    found = sorted(p.name for p in runtime.exec_dir.iterdir())
+    assert found == ["execclient.py", "ssh", "sshclient.py"]
+    assert os.access(runtime.exec_dir / "ssh", os.X_OK)
+    assert containers.exec_command() == "python3 -I -S /run/trainop/execclient.py"
+    words = runtime._run_options(TARGET, _launch(tmp_path, {"name": "c"}), "n")
+    mount = f"type=bind,source={runtime.exec_dir},destination=/run/trainop"
+    assert words[words.index(mount) - 1] == "--mount"
+    assert "TRAINOP_EXEC_ADDRESS=/run/trainop/exec.sock" in words
+    assert "TRAINOP_NAMESPACE=default" in words
+    asyncio.run(runtime.close())
+    assert not (tmp_path / "state" / "exec").exists()
+
+
+def test_a_state_directory_too_long_for_a_socket_path_uses_a_temporary_one(
+    tmp_path: Path,
+) -> None:
+    fake, _ = _fake_podman(tmp_path, image_exists=True)
+    podman = containers.Podman(tmp_path / ("d" * 120), binary=fake.binary)
+    runtime = containers.ContainerRuntime(podman, session="s4", network=False)
+    asyncio.run(runtime.open())
+    assert runtime.exec_socket is not None
+    assert len(str(runtime.exec_socket)) <= 100
+    assert (runtime.exec_socket.parent / "execclient.py").is_file()
+    asyncio.run(runtime.close())
+    assert not runtime.exec_socket.parent.exists()
