@@ -19,6 +19,10 @@ container's hostname is its pod's hostname and the pod name (and ``<pod>.<ns>.sv
 aliases, so the operator's Service names resolve and the manifest's ports are used as they
 are. Where no network can be created, containers share the host's network.
 
+Exec: every container has ``EXEC_MOUNT`` bind-mounted, a directory with a socket the kubelet's
+exec server also listens on and the standard-library exec and ssh clients, so an MPI launcher's
+rsh agent starts its ranks in the worker containers (``podman exec`` run by the kubelet).
+
 Everything created carries the labels ``trainop.session=<id>`` and ``trainop.pod=<ns>/<name>``
 (and the state directory and owning process id); ``open`` removes what an earlier session
 left (one in the same state directory, or one whose process is gone: a SIGKILLed session),
