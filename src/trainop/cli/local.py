@@ -50,13 +50,27 @@ def local() -> None:
     default=None,
     help="Where to write the kubeconfig (default: STATE_DIR/kubeconfig).",
 )
+@click.option(
+    "--insecure-http",
+    is_flag=True,
+    help="Serve plain HTTP instead of HTTPS (loopback only; clients that need TLS to send the "
+    "token, kubectl among them, then get 401).",
+)
 @limit_options
 def apiserver_command(
-    state_dir: Path, port: int, kubeconfig: Path | None, limits: apiserver.Limits
+    state_dir: Path,
+    port: int,
+    kubeconfig: Path | None,
+    insecure_http: bool,
+    limits: apiserver.Limits,
 ) -> None:
     """Serve the embedded Kubernetes API on 127.0.0.1 until interrupted."""
     config = apiserver.ServerConfig(
-        state_dir=state_dir, port=port, kubeconfig=kubeconfig, limits=limits
+        state_dir=state_dir,
+        port=port,
+        kubeconfig=kubeconfig,
+        limits=limits,
+        insecure_http=insecure_http,
     )
     asyncio.run(_serve(config))
 

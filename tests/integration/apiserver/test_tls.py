@@ -10,6 +10,7 @@ import socket
 import ssl
 import stat
 import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -133,3 +134,36 @@ def test_controller_client_verifies_with_the_kubeconfig_ca(
     with pytest.raises(errors.UnreachableError, match="CERTIFICATE_VERIFY_FAILED"):
         api.run(client.list(PODS_RESOURCE, namespace="default"))
     api.run(client.close())
+
+
+@pytest.mark.parametrize("flags", [[], ["--insecure-http"]])
+def test_the_apiserver_command_serves_https_unless_the_flag_says_http(
+    tmp_path: Path, flags: list[str]
+) -> None:
+    state = tmp_path / "state"
+    argv = [sys.executable, "-m", "trainop.cli.main", "local", "apiserver"]
+    process = subprocess.Popen(
+        [*argv, "--state-dir", str(state), "--port", "0", *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()  # blocks until the server says where it serves
+        assert first.startswith("serving "), (first, process.stderr)
+        url = first.split()[1].rstrip(";")
+        scheme = "http" if flags else "https"
+        assert url.startswith(f"{scheme}://127.0.0.1:"), url
+        server = yaml.safe_load((state / "kubeconfig").read_text())["clusters"][0]["cluster"]
+        assert server["server"] == url
+        assert ("certificate-authority-data" in server) is not bool(flags)
+        if flags:
+            port = int(url.rsplit(":", 1)[1])
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("GET", PODS)
+            assert conn.getresponse().status == 401
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert process.returncode == 0, process.stderr
