@@ -264,7 +264,10 @@ class Store:
             stop = self._drain_into(batch)
             error = self._commit(batch)
             assert self._loop is not None
-            self._loop.call_soon_threadsafe(self._on_durable, batch, error)
+            try:
+                self._loop.call_soon_threadsafe(self._on_durable, batch, error)
+            except RuntimeError:  # the loop is closed (a signal ended start-up): nobody waits
+                return
             if stop:
                 return
 

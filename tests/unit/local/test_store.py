@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from trainop.local import store
 
@@ -50,3 +54,34 @@ async def _events(path: Path) -> list[tuple[str, int]]:
 
 def test_event_log_is_bounded(tmp_path: Path) -> None:
     assert asyncio.run(_events(tmp_path / "s.db")) == [("ADDED", 2), ("ADDED", 3)]
+
+
+def test_a_write_committed_after_its_loop_closed_ends_the_writer_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A signal can end start-up with writes queued and the loop gone: the writer thread must
+    not die with a traceback on the closed loop (seen as "Exception in thread store-writer")."""
+    failures: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
+    db = store.Store(path=tmp_path / "store.db")
+    loop = asyncio.new_event_loop()
+    gate = threading.Event()
+    commit = db._commit
+
+    def slow_commit(batch: list[Any]) -> Exception | None:
+        gate.wait(timeout=30)  # commit only once the loop is closed
+        return commit(batch)
+
+    monkeypatch.setattr(db, "_commit", slow_commit)
+
+    async def begin() -> None:
+        db.start()
+        db.put(_key("a"), {"metadata": {"name": "a"}})
+
+    loop.run_until_complete(begin())
+    loop.close()
+    gate.set()
+    assert db._thread is not None
+    db._thread.join(timeout=30)
+    assert not db._thread.is_alive()
+    assert failures == []
