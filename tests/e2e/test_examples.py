@@ -22,8 +22,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-IMPI = ROOT / ".venv-impi"  # PyPI's impi-rt (make e2e-env-all)
-IMPI_HYDRA = str(IMPI / "bin" / "mpiexec.hydra")
+IMPI_HYDRA = str(ROOT / ".venv-impi" / "bin" / "mpiexec.hydra")  # PyPI's impi-rt
 PROOF_OK = re.compile(r"^\[([\w/-]+)\]\s+PROOF .* OK$", re.MULTILINE)
 
 
@@ -36,8 +35,6 @@ class Case:
     expect: str = ""  # a line the output must contain
     python: str = ""  # the interpreter the replicas use, when not trainop's own
     restarted: str = ""  # the one replica that must have run twice (all others once)
-    mpich: bool = False  # mpi4py must load MPICH (``mpich_env``)
-    intel: bool = False  # Intel MPI from .venv-impi (``intel_env``)
 
 
 CASES = {
@@ -62,10 +59,13 @@ CASES = {
     "mpi/v2beta1-allreduce": Case("mpi/v2beta1-allreduce.yaml", ("mpi4py", "mpirun"), proofs=1),
     "mpi/v2beta1-pi": Case("mpi/v2beta1-pi.yaml", ("mpi4py", "mpirun"), proofs=1),
     "mpich/v2beta1-mpich": Case(
-        "mpi/v2beta1-mpich.yaml", ("mpi4py", "mpiexec.hydra"), proofs=1, mpich=True
+        "mpi/v2beta1-mpich.yaml",
+        ("mpi4py", "mpiexec.hydra"),
+        proofs=1,
+        python=".venv-mpich/bin/python",
     ),
     "impi/v2beta1-intel": Case(
-        "mpi/v2beta1-intel.yaml", ("mpi4py", IMPI_HYDRA), proofs=1, intel=True
+        "mpi/v2beta1-intel.yaml", ("mpi4py", IMPI_HYDRA), proofs=1, python=".venv-impi/bin/python"
     ),
     "tensorflow/mwms": Case("tensorflow/mwms.yaml", ("tensorflow",), proofs=2),
     "jax/psum": Case("jax/psum.yaml", ("jax",), proofs=2),
@@ -94,7 +94,7 @@ def _missing(case: Case) -> list[str]:
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_example_runs_under_trainop_run(name: str, tmp_path: Path) -> None:
+def test_example_runs_under_trainop_run(name: str) -> None:
     case = CASES[name]
     missing = _missing(case)
     if missing and os.environ.get("TRAINOP_E2E_REQUIRE") == "1":
@@ -103,10 +103,6 @@ def test_example_runs_under_trainop_run(name: str, tmp_path: Path) -> None:
         pytest.skip(f"{name}: not installed: {missing}")
     command = [sys.executable, "-m", "trainop.cli.main", "run", f"examples/{case.manifest}"]
     env = {**os.environ, "COLUMNS": "200"}
-    if case.mpich:
-        env |= mpich_env(tmp_path)
-    if case.intel:
-        env |= intel_env()
     started = time.monotonic()
     done = subprocess.run(
         [*command, "--timeout", "240"],
@@ -139,32 +135,3 @@ def assert_only_restarted(output: str, replica: str) -> None:
     second = re.findall(r"^\[([\w/-]+)\]\s+rank \d+: second run", output, re.MULTILINE)
     assert (first, second) == ([replica], [replica]), (first, second)
     assert replica in joined
-
-
-def mpich_env(tmp_path: Path) -> dict[str, str]:
-    """What PyPI's mpi4py needs to run on MPICH: its MPICH build loads ``libmpi.so.12``, which
-    Debian's MPICH names ``libmpich.so.12`` (beside ``mpiexec.hydra``'s ``../lib/<triplet>``)."""
-    hydra = Path(shutil.which("mpiexec.hydra") or "/usr/bin/mpiexec.hydra").resolve()
-    found = sorted(hydra.parent.parent.glob("lib/*/libmpich.so.12"))
-    assert found, f"no libmpich.so.12 beside {hydra}"
-    links = tmp_path / "mpich-lib"
-    links.mkdir()
-    (links / "libmpi.so.12").symlink_to(found[0])
-    path = os.pathsep.join(p for p in (str(links), os.environ.get("LD_LIBRARY_PATH", "")) if p)
-    return {"LD_LIBRARY_PATH": path, "MPI4PY_LIBMPI": str(links / "libmpi.so.12")}
-
-
-def intel_env() -> dict[str, str]:
-    """Intel MPI from ``.venv-impi`` for the launcher and its ranks: its Hydra after this
-    Python (whose mpi4py the ranks import), its libmpi for mpi4py, TCP fabric on one host."""
-    path = os.pathsep.join(
-        [str(Path(sys.executable).parent), str(IMPI / "bin"), os.environ["PATH"]]
-    )
-    libs = os.pathsep.join(p for p in (str(IMPI / "lib"), os.environ.get("LD_LIBRARY_PATH")) if p)
-    return {
-        "PATH": path,
-        "LD_LIBRARY_PATH": libs,
-        "I_MPI_ROOT": str(IMPI),
-        "MPI4PY_LIBMPI": str(IMPI / "lib" / "libmpi.so.12"),
-        "FI_PROVIDER": "tcp",
-    }
