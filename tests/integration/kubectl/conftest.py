@@ -126,3 +126,36 @@ def ns(kubectl: Kubectl) -> Iterator[str]:
 
 
 ROOT = Path(__file__).resolve().parents[3]
+
+
+def one_master_job(name: str, command: str) -> str:
+    """A PyTorchJob ``name`` with one Master replica (restartPolicy Never) that runs ``command``,
+    a YAML flow list."""
+    return f"""
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: {name}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: Never
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: python:3.11
+              command: {command}
+"""
+
+
+# The job most tests apply: one pod that prints and succeeds.
+QUICK = one_master_job("quick", '[python, -c, "print(1)"]')
+
+
+def write(tmp_path: Path, text: str, name: str = "obj.yaml") -> str:
+    """Writes ``text`` to ``tmp_path/name`` for ``kubectl -f`` and returns that path."""
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)

@@ -23,31 +23,7 @@ from kubernetes.stream import stream
 from tests.integration.apiserver import rawhttps
 from trainop.local.apiserver import tls
 
-from .conftest import Kubectl
-
-QUICK = """
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: quick
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      restartPolicy: Never
-      template:
-        spec:
-          containers:
-            - name: pytorch
-              image: python:3.11
-              command: [python, -c, "print(1)"]
-"""
-
-
-def _write(tmp_path: Path, text: str, name: str = "obj.yaml") -> str:
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
+from .conftest import QUICK, Kubectl, one_master_job, write
 
 
 def _needs(kubectl: Kubectl, minor: int, what: str) -> None:
@@ -70,7 +46,7 @@ def _eventually(read: Callable[[], str], *needles: str, timeout: float = 30) -> 
 def test_describe_and_events_show_the_jobs_events(
     kubectl: Kubectl, ns: str, tmp_path: Path
 ) -> None:
-    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, QUICK))
+    kubectl.run("apply", "-n", ns, "-f", write(tmp_path, QUICK))
     kubectl.run("wait", "-n", ns, "--for=condition=Succeeded", "pytorchjob/quick", "--timeout=60s")
     # Events are recorded in the background: poll until they are there.
     described = _eventually(
@@ -100,7 +76,7 @@ def test_describe_and_events_show_the_jobs_events(
         "type": "Warning",
         "source": {"component": "kubelet"},
     }
-    kubectl.run("create", "-n", ns, "-f", _write(tmp_path, json.dumps(event), "event.json"))
+    kubectl.run("create", "-n", ns, "-f", write(tmp_path, json.dumps(event), "event.json"))
     pod = _eventually(
         lambda: kubectl.out("describe", "-n", ns, "pod", "quick-master-0"), "Started", "HandWritten"
     )
@@ -114,7 +90,7 @@ def test_describe_and_events_show_the_jobs_events(
 
 
 def test_logs_since(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
-    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, QUICK))
+    kubectl.run("apply", "-n", ns, "-f", write(tmp_path, QUICK))
     kubectl.run("wait", "-n", ns, "--for=condition=Succeeded", "pytorchjob/quick", "--timeout=60s")
     assert kubectl.out("logs", "-n", ns, "quick-master-0", "--since=1h") == "1\n"
     since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
@@ -156,7 +132,7 @@ def test_secret_string_data(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
         "metadata": {"name": "creds"},
         "stringData": {"token": "hunter2"},
     }
-    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, json.dumps(secret), "s.json"))
+    kubectl.run("apply", "-n", ns, "-f", write(tmp_path, json.dumps(secret), "s.json"))
     data = kubectl.out("get", "secret", "creds", "-n", ns, "-o", "jsonpath={.data.token}")
     assert base64.b64decode(data) == b"hunter2"
     assert kubectl.out("get", "secret", "creds", "-n", ns, "-o", "jsonpath={.stringData}") == ""
@@ -169,7 +145,7 @@ def test_strict_validation_of_a_builtin_kind(kubectl: Kubectl, ns: str, tmp_path
         "metadata": {"name": "typo"},
         "dataa": {"a": "1"},
     }
-    path = _write(tmp_path, json.dumps(config), "cm.json")
+    path = write(tmp_path, json.dumps(config), "cm.json")
     done = kubectl.run("create", "-n", ns, "-f", path, check=False)
     assert done.returncode == 1
     assert 'strict decoding error: unknown field "dataa"' in done.stderr
@@ -215,7 +191,7 @@ def _started(kubectl: Kubectl, ns: str, name: str) -> None:
 
 def test_pod_deletion_honours_the_grace_period(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
     for name in ("slow", "forced"):
-        kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name=name), name))
+        kubectl.run("apply", "-n", ns, "-f", write(tmp_path, STUBBORN.format(name=name), name))
     for name in ("slow", "forced"):
         _started(kubectl, ns, name)
     began = time.monotonic()
@@ -257,7 +233,7 @@ def test_get_nodes_shows_the_local_node(kubectl: Kubectl) -> None:
 
 def test_exec_into_a_running_container(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
     _needs(kubectl, 30, "exec")
-    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="box"), "box"))
+    kubectl.run("apply", "-n", ns, "-f", write(tmp_path, STUBBORN.format(name="box"), "box"))
     _started(kubectl, ns, "box")
     hostname = Path("/etc/hostname").read_text()
     assert kubectl.out("exec", "-n", ns, "box", "--", "cat", "/etc/hostname") == hostname
@@ -281,7 +257,7 @@ def test_exec_into_a_running_container(kubectl: Kubectl, ns: str, tmp_path: Path
 
 def test_cp_rides_on_exec(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
     _needs(kubectl, 30, "exec")
-    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="cpbox"), "cpbox"))
+    kubectl.run("apply", "-n", ns, "-f", write(tmp_path, STUBBORN.format(name="cpbox"), "cpbox"))
     _started(kubectl, ns, "cpbox")
     source = tmp_path / "source.txt"
     source.write_text("".join(f"payload {i}\n" for i in range(400_000)))  # ~5 MB
@@ -318,21 +294,26 @@ SERVE = (
 )
 
 
+def _port_forward(kubectl: Kubectl, ns: str, target: str, ports: str) -> subprocess.Popen[str]:
+    """Starts ``kubectl port-forward`` in the background, its output piped for the caller."""
+    return subprocess.Popen(
+        [kubectl.binary, "port-forward", "-n", ns, target, ports],
+        env=kubectl.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def test_port_forward_reaches_the_pods_port(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
     _needs(kubectl, 31, "port-forward")
     remote, local = _free_port(), _free_port()
     (tmp_path / "hello.txt").write_text("hello through port-forward\n")
     pod = SERVER.format(code=SERVE.format(port=remote))
     pod = pod.replace("    - name: main\n", f"    - name: main\n      workingDir: {tmp_path}\n")
-    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, pod, "web.yaml"))
+    kubectl.run("apply", "-n", ns, "-f", write(tmp_path, pod, "web.yaml"))
     _started(kubectl, ns, "web")
-    forward = subprocess.Popen(
-        [kubectl.binary, "port-forward", "-n", ns, "pod/web", f"{local}:{remote}"],
-        env=kubectl.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    forward = _port_forward(kubectl, ns, "pod/web", f"{local}:{remote}")
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -353,13 +334,7 @@ def test_port_forward_reaches_the_pods_port(kubectl: Kubectl, ns: str, tmp_path:
         out, err = forward.communicate(timeout=10)
     assert f"Forwarding from 127.0.0.1:{local} -> {remote}" in out, (out, err)
     closed, local = _free_port(), _free_port()  # nothing listens on ``closed``
-    forward = subprocess.Popen(
-        [kubectl.binary, "port-forward", "-n", ns, "pod/web", f"{local}:{closed}"],
-        env=kubectl.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    forward = _port_forward(kubectl, ns, "pod/web", f"{local}:{closed}")
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -395,7 +370,7 @@ async def _stream(kubeconfig: Path, path: str, protocol: str, send: list[bytes])
 
 
 def test_exec_with_a_terminal_over_v4(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
-    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="term"), "term"))
+    kubectl.run("apply", "-n", ns, "-f", write(tmp_path, STUBBORN.format(name="term"), "term"))
     _started(kubectl, ns, "term")
     query = "command=sh&command=-c&command=stty+size;+tty+-s+%26%26+echo+terminal;+exit+4"
     path = f"/api/v1/namespaces/{ns}/pods/term/exec?{query}&stdout=true&tty=true&stdin=true"
@@ -415,7 +390,7 @@ def test_attach_follows_output_and_spdy_gets_a_status(
     kubectl: Kubectl, ns: str, tmp_path: Path
 ) -> None:
     _needs(kubectl, 30, "attach")
-    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="att"), "att"))
+    kubectl.run("apply", "-n", ns, "-f", write(tmp_path, STUBBORN.format(name="att"), "att"))
     _started(kubectl, ns, "att")
     endpoint = rawhttps.Endpoint.load(Path(kubectl.env["KUBECONFIG"]))
     conn = endpoint.connect()
@@ -435,7 +410,7 @@ def test_attach_follows_output_and_spdy_gets_a_status(
     ticker = STUBBORN.format(name="ticker").replace(
         "time.sleep(300)", "[print('tick', i, flush=True) or time.sleep(0.3) for i in range(30)]"
     )
-    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, ticker, "ticker"))
+    kubectl.run("apply", "-n", ns, "-f", write(tmp_path, ticker, "ticker"))
     _started(kubectl, ns, "ticker")
     attached = kubectl.run("attach", "-n", ns, "ticker", timeout=60)
     ticks = [line for line in attached.stdout.splitlines() if line.startswith("tick")]
@@ -443,7 +418,7 @@ def test_attach_follows_output_and_spdy_gets_a_status(
     assert ticks[-1] == "tick 29"  # followed until the container stopped
     assert "ready" not in attached.stdout  # output from the attach on, not the whole log
     # a container without stdin: true has no stdin to attach: -i only follows its output
-    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, ticker.replace("ticker", "tock"), "tock"))
+    kubectl.run("apply", "-n", ns, "-f", write(tmp_path, ticker.replace("ticker", "tock"), "tock"))
     _started(kubectl, ns, "tock")
     plain = kubectl.run("attach", "-i", "-n", ns, "tock", stdin="x\n", timeout=60)
     assert "tick 29" in plain.stdout
@@ -484,7 +459,7 @@ def test_attach_i_with_stdin_once_ends_the_container_stdin(
 ) -> None:
     _needs(kubectl, 30, "attach")
     once = STDIN_POD.format(name="once", once="true", script='"echo ready; cat; echo eof-seen"')
-    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, once, "once"))
+    kubectl.run("apply", "-n", ns, "-f", write(tmp_path, once, "once"))
     _started(kubectl, ns, "once")
     attached = kubectl.run("attach", "-i", "-n", ns, "once", stdin="first\n", timeout=60)
     assert "first" in attached.stdout  # cat echoed it, then saw end-of-file and the pod ended
@@ -492,7 +467,7 @@ def test_attach_i_with_stdin_once_ends_the_container_stdin(
     # without stdinOnce the container's stdin stays open after an attach ends
     script = '"echo ready; read a; echo got-$a; read b; echo got-$b"'
     kept = STDIN_POD.format(name="kept", once="false", script=script)
-    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, kept, "kept"))
+    kubectl.run("apply", "-n", ns, "-f", write(tmp_path, kept, "kept"))
     _started(kubectl, ns, "kept")
     # the client's end of stdin ends that attach (as containerd's does), the stdin stays open
     first = kubectl.run("attach", "-i", "-n", ns, "kept", stdin="one\n", timeout=60)
@@ -507,7 +482,7 @@ def test_attach_i_with_stdin_once_ends_the_container_stdin(
     term = STDIN_POD.format(name="term", once="true", script=script).replace(
         "stdin: true", "stdin: true\n      tty: true"
     )
-    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, term, "term"))
+    kubectl.run("apply", "-n", ns, "-f", write(tmp_path, term, "term"))
     _started(kubectl, ns, "term")
     kubectl.run("attach", "-i", "-n", ns, "term", stdin="hi\n", timeout=60)
     logs = _eventually(lambda: kubectl.run("logs", "-n", ns, "term").stdout, "term-hi")
@@ -527,7 +502,7 @@ def test_a_deployment_gets_a_clear_answer(kubectl: Kubectl, ns: str, tmp_path: P
             },
         },
     }
-    path = _write(tmp_path, json.dumps(deployment), "deploy.json")
+    path = write(tmp_path, json.dumps(deployment), "deploy.json")
     done = kubectl.run("apply", "-n", ns, "-f", path, check=False)
     assert done.returncode == 1
     assert "Deployments are not served in local mode" in done.stderr
@@ -536,28 +511,14 @@ def test_a_deployment_gets_a_clear_answer(kubectl: Kubectl, ns: str, tmp_path: P
     assert "Deployments are not served in local mode" in listed.stderr
 
 
-HUNG = """
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: hung
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      restartPolicy: Never
-      template:
-        spec:
-          containers:
-            - name: pytorch
-              image: python:3.11
-              command: [python, -c, "import time; print('up', flush=True); time.sleep(300)"]
-"""
+HUNG = one_master_job(
+    "hung", """[python, -c, "import time; print('up', flush=True); time.sleep(300)"]"""
+)
 
 
 def test_exec_into_a_running_replica(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
     _needs(kubectl, 30, "exec")
-    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, HUNG))
+    kubectl.run("apply", "-n", ns, "-f", write(tmp_path, HUNG))
     deadline = time.monotonic() + 60
     while "up" not in kubectl.run("logs", "-n", ns, "hung-master-0", check=False).stdout:
         assert time.monotonic() < deadline, "the replica did not start"
@@ -615,7 +576,7 @@ def _terminal_session(kubeconfig: Path, path: str, steps: list[Step]) -> str:
 def test_control_c_reaches_a_command_on_a_terminal(
     kubectl: Kubectl, ns: str, tmp_path: Path
 ) -> None:
-    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="ctl"), "ctl"))
+    kubectl.run("apply", "-n", ns, "-f", write(tmp_path, STUBBORN.format(name="ctl"), "ctl"))
     _started(kubectl, ns, "ctl")
     query = "command=sh&command=-i&stdin=true&stdout=true&tty=true"
     path = f"/api/v1/namespaces/{ns}/pods/ctl/exec?{query}"
@@ -636,7 +597,7 @@ def test_control_c_reaches_a_command_on_a_terminal(
 def test_a_terminal_session_ends_with_its_container(
     kubectl: Kubectl, ns: str, tmp_path: Path
 ) -> None:
-    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="gone"), "gone"))
+    kubectl.run("apply", "-n", ns, "-f", write(tmp_path, STUBBORN.format(name="gone"), "gone"))
     _started(kubectl, ns, "gone")
     query = "command=sh&command=-i&stdin=true&stdout=true&tty=true"
     path = f"/api/v1/namespaces/{ns}/pods/gone/exec?{query}"
@@ -662,7 +623,7 @@ def test_create_token_says_local_mode_issues_none(kubectl: Kubectl, ns: str) -> 
 
 
 def test_the_official_clients_exec_stream(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
-    kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, STUBBORN.format(name="pyc"), "pyc"))
+    kubectl.run("apply", "-n", ns, "-f", write(tmp_path, STUBBORN.format(name="pyc"), "pyc"))
     _started(kubectl, ns, "pyc")
     api = k8s.CoreV1Api(k8s_config.new_client_from_config(kubectl.env["KUBECONFIG"]))
     out = stream(

@@ -19,25 +19,7 @@ from typing import Any
 
 import yaml
 
-from .conftest import ROOT, Kubectl
-
-QUICK = """
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: quick
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      restartPolicy: Never
-      template:
-        spec:
-          containers:
-            - name: pytorch
-              image: python:3.11
-              command: [python, -c, "print(1)"]
-"""
+from .conftest import QUICK, ROOT, Kubectl, write
 
 
 def _columns(table: str) -> list[str]:
@@ -46,12 +28,6 @@ def _columns(table: str) -> list[str]:
 
 def _rows(table: str) -> dict[str, list[str]]:
     return {line.split()[0]: line.split() for line in table.splitlines()[1:] if line.strip()}
-
-
-def _write(tmp_path: Path, text: str, name: str = "job.yaml") -> str:
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
 
 
 def test_get_pods_over_tls_with_the_written_kubeconfig(kubectl: Kubectl, ns: str) -> None:
@@ -74,7 +50,7 @@ def test_explain_builtin_kind(kubectl: Kubectl) -> None:
 
 
 def test_quick_job_apply_wait_get_delete(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
-    job = _write(tmp_path, QUICK)
+    job = write(tmp_path, QUICK)
     assert "pytorchjob.kubeflow.org/quick created" in kubectl.out("apply", "-n", ns, "-f", job)
     waited = kubectl.out(
         "wait", "-n", ns, "--for=condition=Succeeded", "pytorchjob/quick", "--timeout=60s"
@@ -122,7 +98,7 @@ def test_strict_validation_names_unknown_fields(kubectl: Kubectl, ns: str, tmp_p
     bad = yaml.safe_load(QUICK)
     bad["spec"]["runPolicy"] = {"backoffLimitt": 3}
     done = kubectl.run(
-        "create", "--validate=strict", "-n", ns, "-f", _write(tmp_path, yaml.safe_dump(bad)),
+        "create", "--validate=strict", "-n", ns, "-f", write(tmp_path, yaml.safe_dump(bad)),
         check=False,
     )  # fmt: skip
     assert done.returncode == 1
@@ -131,8 +107,8 @@ def test_strict_validation_names_unknown_fields(kubectl: Kubectl, ns: str, tmp_p
 
 def test_client_side_apply_of_a_builtin_kind(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
     config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}}
-    first = _write(tmp_path, yaml.safe_dump({**config, "data": {"a": "1", "b": "2"}}), "1.yaml")
-    second = _write(tmp_path, yaml.safe_dump({**config, "data": {"a": "1", "c": "3"}}), "2.yaml")
+    first = write(tmp_path, yaml.safe_dump({**config, "data": {"a": "1", "b": "2"}}), "1.yaml")
+    second = write(tmp_path, yaml.safe_dump({**config, "data": {"a": "1", "c": "3"}}), "2.yaml")
     kubectl.run("apply", "-n", ns, "-f", first)
     assert "configmap/settings configured" in kubectl.out("apply", "-n", ns, "-f", second)
     data = kubectl.out("get", "configmap", "settings", "-n", ns, "-o", "jsonpath={.data}")
@@ -160,7 +136,7 @@ def test_get_watch_prints_rows(kubectl: Kubectl, ns: str, tmp_path: Path) -> Non
 
     threading.Thread(target=read, daemon=True).start()
     try:
-        kubectl.run("apply", "-n", ns, "-f", _write(tmp_path, QUICK))
+        kubectl.run("apply", "-n", ns, "-f", write(tmp_path, QUICK))
         seen: list[str] = []
         deadline = time.monotonic() + 60
         while not any("Completed" in line for line in seen) and time.monotonic() < deadline:
@@ -203,7 +179,7 @@ def test_server_side_apply_conflict_and_force(kubectl: Kubectl, ns: str, tmp_pat
 
     changed = yaml.safe_load(example.read_text())
     changed["spec"]["pytorchReplicaSpecs"]["Worker"]["restartPolicy"] = "Never"
-    other = _write(tmp_path, yaml.safe_dump(changed), "changed.yaml")
+    other = write(tmp_path, yaml.safe_dump(changed), "changed.yaml")
     args = ("apply", "--server-side", "--field-manager=other", "-n", ns, "-f", other)
     refused = kubectl.run(*args, check=False)
     assert refused.returncode == 1
@@ -226,8 +202,8 @@ def test_server_side_apply_takes_over_from_client_side_apply(
     kubectl: Kubectl, ns: str, tmp_path: Path
 ) -> None:
     config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "moved"}}
-    first = _write(tmp_path, yaml.safe_dump({**config, "data": {"a": "1", "b": "2"}}), "1.yaml")
-    second = _write(tmp_path, yaml.safe_dump({**config, "data": {"a": "9"}}), "2.yaml")
+    first = write(tmp_path, yaml.safe_dump({**config, "data": {"a": "1", "b": "2"}}), "1.yaml")
+    second = write(tmp_path, yaml.safe_dump({**config, "data": {"a": "9"}}), "2.yaml")
 
     def managers() -> dict[str, Any]:
         got = kubectl.out("get", "-n", ns, "cm/moved", "-o", "json", "--show-managed-fields")
