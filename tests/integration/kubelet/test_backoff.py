@@ -57,9 +57,16 @@ def test_the_back_off_doubles_and_resets_after_ten_minutes_of_running(
         await env.create(pod("crash", container, restart_policy="OnFailure"))
         await env.wait("crash", backing_off(0, "10s"))
         clock.advance(10)
-        await env.wait("crash", backing_off(1, "20s"))
+        found = await env.wait("crash", backing_off(1, "20s"))
+        entry, uid = found["status"]["containerStatuses"][0], found["metadata"]["uid"]
+        # the host runtime's id names the run: pod uid, container, restartCount; backing
+        # off, kubelet shows the id of the run that ended (also in lastState)
+        assert entry["containerID"] == f"process://{uid}/main/1"
+        assert entry["lastState"]["terminated"]["containerID"] == f"process://{uid}/main/1"
         clock.advance(20)
-        await env.wait("crash", running(2))
+        entry = (await env.wait("crash", running(2)))["status"]["containerStatuses"][0]
+        assert entry["containerID"] == f"process://{uid}/main/2"
+        assert entry["lastState"]["terminated"]["containerID"] == f"process://{uid}/main/1"
         clock.advance(601)  # run 2 has been running for over 10 minutes
         release.touch()
         await env.wait("crash", backing_off(2, "10s"))  # reset: 10 s, not 40 s

@@ -9,6 +9,7 @@ is empty (the default ulimits and crun fail on these machines).
 One run of a container is ``podman run`` in the foreground (no ``--rm``): its output is the
 container's, SIGTERM to the client is proxied into the container, and after it ends
 ``podman inspect`` gives the exit code and ``OOMKilled``; the container is then removed.
+``--cidfile`` gives the run's id (``podman://<id>``, the status's ``containerID``).
 What the pod resolved is used as a cluster would: the image's entrypoint and cmd combined
 with ``command``/``args`` as kubelet does, ``workingDir``, the pod's env (not the host's), its
 volumes bind-mounted at their real ``mountPath``s (``readOnly`` as ``ro``), and
@@ -32,12 +33,15 @@ left (one in the same state directory, or one whose process is gone: a SIGKILLed
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +66,9 @@ _SAFE = str.maketrans(dict.fromkeys("/:@ ", "-"))
 EXEC_MOUNT = "/run/trainop"
 EXEC_SOCKET = "exec.sock"
 _SOCKET_PATH_LIMIT = 100  # a Unix socket's path is at most 107 bytes
+CREATE_TIMEOUT = 60.0  # how long ``start`` waits for podman to create the container
+_CREATE_POLL = 0.02
+_CONTAINER_ID = re.compile(r"[0-9a-f]{64}")
 
 
 def exec_command() -> str:
@@ -246,7 +253,15 @@ class ContainerRuntime:
             raise StartError("ContainerCannotRun", "CreateContainerError", "no command specified")
         name = container_name(self.session, target)
         await self._podman.call("rm", "-f", "-t", "0", name)  # a leftover of an earlier run
-        words = [*self._run_options(target, launch, name), "--entrypoint", json.dumps(argv), image]
+        cidfile = self._cidfile(name)
+        words = [
+            *self._run_options(target, launch, name),
+            "--cidfile",
+            str(cidfile),
+            "--entrypoint",
+            json.dumps(argv),
+            image,
+        ]
         try:
             process = await processes.start(
                 self._podman.argv(*words),
@@ -257,7 +272,16 @@ class ContainerRuntime:
         except OSError as exc:
             message = processes.describe_start_error([self._podman.binary], exc)
             raise StartError("StartError", "RunContainerError", message) from exc
-        return Container(self._podman, process, name)
+        container_id = await _created(process, cidfile)
+        return Container(self._podman, process, name, container_id=container_id, cidfile=cidfile)
+
+    def _cidfile(self, name: str) -> Path:
+        """Where ``podman run --cidfile`` writes the container's id (none there yet)."""
+        folder = self._podman.workdir() / "cid"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        path = folder / name
+        path.unlink(missing_ok=True)
+        return path
 
     def _run_options(self, target: Target, launch: Launch, name: str) -> list[str]:
         words = [
@@ -321,8 +345,18 @@ class ContainerRuntime:
 class Container:
     """One container run: the foreground ``podman run`` client and the container's name."""
 
-    def __init__(self, podman: Podman, client: asyncio.subprocess.Process, name: str) -> None:
+    def __init__(
+        self,
+        podman: Podman,
+        client: asyncio.subprocess.Process,
+        name: str,
+        *,
+        container_id: str = "",
+        cidfile: Path | None = None,
+    ) -> None:
         self._podman, self._client, self.name = podman, client, name
+        self.container_id = f"podman://{container_id}" if container_id else ""
+        self._cidfile = cidfile
         self._state: Mapping[str, Any] = {}
         self._oom_before = processes.oom_kills()
 
@@ -360,6 +394,8 @@ class Container:
     async def finish(self) -> None:
         await self._podman.call("rm", "-f", "-t", "0", self.name)
         processes.signal_group(self._client.pid, signal.SIGKILL)
+        if self._cidfile is not None:
+            self._cidfile.unlink(missing_ok=True)
 
     async def outcome(self, returncode: int, *, killed_by_kubelet: bool) -> tuple[int, str]:
         code = int(self._state.get("ExitCode", processes.exit_code(returncode)))
@@ -443,6 +479,25 @@ def _exec_dir(state_dir: Path) -> Path:
     ssh.write_text(f'#!/bin/sh\nexec python3 -I -S {EXEC_MOUNT}/sshclient.py "$@"\n')
     ssh.chmod(0o755)
     return path
+
+
+async def _created(client: asyncio.subprocess.Process, cidfile: Path) -> str:
+    """The id ``podman run`` wrote to ``cidfile`` once it created the container (64 hex
+    digits); "" when the client ended first (the container was never created) or after
+    ``CREATE_TIMEOUT`` seconds."""
+    ended = asyncio.ensure_future(client.wait())
+    deadline = time.monotonic() + CREATE_TIMEOUT
+    try:
+        while True:
+            with contextlib.suppress(OSError):
+                found = cidfile.read_text(encoding="ascii").strip()
+                if _CONTAINER_ID.fullmatch(found):
+                    return found
+            if ended.done() or time.monotonic() >= deadline:
+                return ""
+            await asyncio.wait([ended], timeout=_CREATE_POLL)
+    finally:
+        ended.cancel()
 
 
 def _alive(pid: str) -> bool:

@@ -365,12 +365,12 @@ class PodRun:
         began = self._clock.now()
         self._start_errors.pop(container.name, None)
         try:
-            process = await self._runtime.start(self._target(container.name), launch, env)
+            process = await self._runtime.start(self._target(container), launch, env)
         except StartError as exc:
             return self._start_failed(container, exc), 0.0
         self._processes[container.name] = process
         self._idle.clear()
-        container.run(self._now(), process.pid)
+        container.run(self._now(), process.pid, process.container_id)
         self._record(container, None)
         self._event(container.name, "Normal", "Created", f"Created container {container.name}")
         self._event(container.name, "Normal", "Started", f"Started container {container.name}")
@@ -381,16 +381,20 @@ class PodRun:
             process.signal(signal.SIGKILL)
         returncode = await self._wait(container, process)
         code, reason = await process.outcome(returncode, killed_by_kubelet=self.stopping)
-        ended = Termination(code, reason, container.running_since, self._now())
+        ended = Termination(
+            code, reason, container.running_since, self._now(), container_id=container.container_id
+        )
         container.end(ended)
         self._record(container, ended)
         self._changed()
         return code, (self._clock.now() - began).total_seconds()
 
-    def _target(self, name: str) -> runtime.Target:
+    def _target(self, container: ContainerState) -> runtime.Target:
         hostname = str(self.pod["spec"].get("hostname") or self.state.name)
         state = self.state
-        return runtime.Target(state.namespace, state.name, state.uid, name, hostname)
+        return runtime.Target(
+            state.namespace, state.name, state.uid, container.name, hostname, container.next_run
+        )
 
     def _start_failed(self, container: ContainerState, exc: StartError) -> int:
         """A container that could not be started: ``terminated`` 128 with the reason, as a
@@ -409,7 +413,9 @@ class PodRun:
         path = self.sandbox.record(container.name)
         try:
             if ended is None:
-                recovery.write_started(path, container.restart_count, container.running_since)
+                recovery.write_started(
+                    path, container.restart_count, container.running_since, container.container_id
+                )
             else:
                 recovery.write_ended(path, container.restart_count, ended)
         except OSError as exc:  # a full disk must not stop the pod

@@ -29,6 +29,7 @@ class ContainerState:
     waiting_message: str = ""
     running_since: str = ""
     pid: int = 0
+    container_id: str = ""  # the running run's (``Running.container_id``)
     current: Termination | None = None  # the state, when terminated
     last: Termination | None = None  # lastState
 
@@ -41,12 +42,18 @@ class ContainerState:
         self.waiting_reason, self.waiting_message = reason, message
         self.running_since, self.pid = "", 0
 
-    def run(self, now: str, pid: int) -> None:
+    @property
+    def next_run(self) -> int:
+        """The ``restartCount`` the next run of this container will have."""
+        return self.restart_count + (self.current is not None)
+
+    def run(self, now: str, pid: int, container_id: str = "") -> None:
         """A process of this container started (after an exit: a restart)."""
         if self.current is not None:
             self.last, self.current = self.current, None
             self.restart_count += 1
         self.running_since, self.pid, self.waiting_reason = now, pid, ""
+        self.container_id = container_id
 
     def start_failed(self, ended: Termination) -> None:
         """A start of this container failed (it counts as a run: a retry is a restart)."""
@@ -59,7 +66,7 @@ class ContainerState:
         """The process ended (or could never start)."""
         self.current, self.running_since, self.pid, self.waiting_reason = ended, "", 0, ""
 
-    def render(self, *, uid: str, ready: bool, started: bool | None) -> dict[str, Any]:
+    def render(self, *, ready: bool, started: bool | None) -> dict[str, Any]:
         if self.running_since:
             state = render.running(self.running_since)
         elif self.current is not None and not self.waiting_reason:
@@ -67,12 +74,15 @@ class ContainerState:
         else:
             state = render.waiting(self.waiting_reason, self.waiting_message)
         shown_last = self.current if self.waiting_reason and self.current else self.last
+        # kubelet's containerID: the running run's, else the last run's (also while waiting)
+        if self.running_since:
+            container_id = self.container_id
+        else:
+            container_id = self.current.container_id if self.current is not None else ""
         return render.container(
             name=self.name,
             image=self.image,
-            container_id=f"process://{uid}/{self.name}/{self.restart_count}"
-            if self.running_since or self.current
-            else "",
+            container_id=container_id,
             ready=ready,
             started=started,
             restart_count=self.restart_count,
@@ -138,12 +148,11 @@ class PodState:
             conditions=conditions,
             host_ip=HOST_IP,
             containers=[
-                c.render(uid=self.uid, ready=ready and c.is_running, started=c.is_running)
+                c.render(ready=ready and c.is_running, started=c.is_running)
                 for c in self.containers
             ],
             init_containers=[
                 c.render(
-                    uid=self.uid,
                     ready=c.current is not None and not c.current.exit_code,
                     started=None,
                 )

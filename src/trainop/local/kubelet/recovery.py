@@ -11,7 +11,8 @@ from the pod's last written status where there is none:
 - a run that started and never ended (its process was lost with the kubelet): terminated,
   reason ``ContainerStatusUnknown``, exit code 137, message "The container could not be
   located when the pod was terminated", ``restartCount`` + 1, as kubelet reports a container
-  it can no longer find; the restart policy then decides (``podrun``);
+  it can no longer find (with the lost run's ``containerID``, which the record keeps); the
+  restart policy then decides (``podrun``);
 - no run: the container starts as in a new pod.
 
 Neighbours: ``podrun`` (writes the records, calls ``recover``), ``podstate``.
@@ -42,11 +43,18 @@ class Record:
     restart_count: int
     started_at: str
     ended: Termination | None
+    container_id: str = ""
 
 
-def write_started(path: Path, restart_count: int, started_at: str) -> None:
-    """Record that run ``restart_count`` of the container started."""
-    _write(path, {"restartCount": restart_count, "startedAt": started_at, "ended": None})
+def write_started(path: Path, restart_count: int, started_at: str, container_id: str = "") -> None:
+    """Record that run ``restart_count`` (the runtime's ``container_id``) started."""
+    data = {
+        "restartCount": restart_count,
+        "startedAt": started_at,
+        "containerID": container_id,
+        "ended": None,
+    }
+    _write(path, data)
 
 
 def write_ended(path: Path, restart_count: int, ended: Termination) -> None:
@@ -54,12 +62,14 @@ def write_ended(path: Path, restart_count: int, ended: Termination) -> None:
     data = {
         "restartCount": restart_count,
         "startedAt": ended.started_at,
+        "containerID": ended.container_id,
         "ended": {
             "exitCode": ended.exit_code,
             "reason": ended.reason,
             "startedAt": ended.started_at,
             "finishedAt": ended.finished_at,
             "message": ended.message,
+            "containerID": ended.container_id,
         },
     }
     _write(path, data)
@@ -74,6 +84,7 @@ def read(path: Path) -> Record | None:
             restart_count=int(data["restartCount"]),
             started_at=str(data.get("startedAt") or ""),
             ended=None if ended is None else _termination(ended),
+            container_id=str(data.get("containerID") or ""),
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -94,10 +105,11 @@ def recover(
         if record.ended is not None:
             _ended(container, record.ended, last)
             return False
-        return _lost(container, record.started_at, now)
+        return _lost(container, record.started_at, now, record.container_id)
     if "running" in state:
         container.restart_count = reported
-        return _lost(container, str(state["running"].get("startedAt") or now), now)
+        started = str(state["running"].get("startedAt") or now)
+        return _lost(container, started, now, str((status or {}).get("containerID") or ""))
     if "terminated" in state:
         container.restart_count = reported
         _ended(container, _termination(state["terminated"]), last)
@@ -113,8 +125,10 @@ def _ended(container: ContainerState, ended: Termination, last: dict[str, Any] |
         container.last = _termination(last)
 
 
-def _lost(container: ContainerState, started_at: str, now: str) -> bool:
-    lost = Termination(LOST_EXIT_CODE, LOST_REASON, started_at or now, now, LOST_MESSAGE)
+def _lost(container: ContainerState, started_at: str, now: str, container_id: str) -> bool:
+    lost = Termination(
+        LOST_EXIT_CODE, LOST_REASON, started_at or now, now, LOST_MESSAGE, container_id
+    )
     container.restart_count += 1
     container.end(lost)
     return True
@@ -127,6 +141,7 @@ def _termination(data: dict[str, Any]) -> Termination:
         started_at=str(data.get("startedAt") or ""),
         finished_at=str(data.get("finishedAt") or ""),
         message=str(data.get("message") or ""),
+        container_id=str(data.get("containerID") or ""),
     )
 
 

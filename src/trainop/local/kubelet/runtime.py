@@ -63,6 +63,7 @@ class Target:
     uid: str
     container: str
     hostname: str
+    restart: int = 0  # which run of the container: its ``restartCount`` once it runs
 
 
 class StartError(Exception):
@@ -81,6 +82,11 @@ class Running(Protocol):
     @property
     def pid(self) -> int:
         """A process id to show (the host process, or the runtime's client process)."""
+        ...
+
+    @property
+    def container_id(self) -> str:
+        """This run's id as kubelet shows it, ``<runtime>://<id>`` (``containerID``)."""
         ...
 
     @property
@@ -143,8 +149,10 @@ class HostProcess:
         *,
         stdin: int = -1,
         terminal: int = -1,
+        container_id: str = "",
     ) -> None:
         self._process, self._reaper = process, reaper
+        self.container_id = container_id
         # the write end of the container's stdin pipe (``stdin: true``), or a copy of its
         # terminal's master side (``tty: true``)
         self.stdin_fd = stdin
@@ -248,9 +256,14 @@ class HostRuntime:
         finally:
             if theirs >= 0:
                 os.close(theirs)
+        # no runtime id: the run is named by its pod, container and restart count (unique,
+        # and what the recovery record and the log file of the run are named by too)
+        run_id = f"process://{target.uid}/{target.container}/{target.restart}"
         if tty:
-            return HostProcess(process, self._reaper, stdin=os.dup(mine), terminal=mine)
-        return HostProcess(process, self._reaper, stdin=mine)
+            return HostProcess(
+                process, self._reaper, stdin=os.dup(mine), terminal=mine, container_id=run_id
+            )
+        return HostProcess(process, self._reaper, stdin=mine, container_id=run_id)
 
 
 def _terminal_reader(fd: int) -> asyncio.StreamReader:

@@ -24,6 +24,7 @@ class Termination:
     started_at: str
     finished_at: str
     message: str = ""
+    container_id: str = ""  # the runtime's id of the run (``<runtime>://<id>``), if it had one
 
     def state(self) -> dict[str, Any]:
         """The ``terminated`` container state."""
@@ -35,6 +36,8 @@ class Termination:
         }
         if self.message:
             terminated["message"] = self.message
+        if self.container_id:
+            terminated["containerID"] = self.container_id
         return {"terminated": terminated}
 
 

@@ -11,6 +11,7 @@ from trainop.local.podstatus.render import Termination
 
 NOW = "2026-01-02T00:00:00Z"
 T0 = "2026-01-01T00:00:00Z"
+ID = "podman://" + "ab" * 32
 
 
 def fresh() -> ContainerState:
@@ -23,11 +24,11 @@ def terminated(code: int, reason: str) -> dict[str, Any]:
 
 def test_records_round_trip_and_a_bad_record_is_none(tmp_path: Path) -> None:
     path = tmp_path / "runs" / "main.json"
-    recovery.write_started(path, 2, T0)
-    assert recovery.read(path) == recovery.Record(2, T0, None)
-    ended = Termination(3, "Error", T0, NOW, "boom")
+    recovery.write_started(path, 2, T0, ID)
+    assert recovery.read(path) == recovery.Record(2, T0, None, ID)
+    ended = Termination(3, "Error", T0, NOW, "boom", ID)
     recovery.write_ended(path, 2, ended)
-    assert recovery.read(path) == recovery.Record(2, T0, ended)
+    assert recovery.read(path) == recovery.Record(2, T0, ended, ID)
     assert path.stat().st_mode & 0o777 == 0o600
     path.write_text("{not json")
     assert recovery.read(path) is None
@@ -36,15 +37,15 @@ def test_records_round_trip_and_a_bad_record_is_none(tmp_path: Path) -> None:
 
 def test_a_started_run_without_an_end_is_lost_and_counted() -> None:
     container = fresh()
-    lost = recovery.recover(container, None, recovery.Record(2, T0, None), NOW)
+    lost = recovery.recover(container, None, recovery.Record(2, T0, None, ID), NOW)
     assert lost
     assert container.restart_count == 3
     assert container.current == Termination(
-        137, "ContainerStatusUnknown", T0, NOW, recovery.LOST_MESSAGE
+        137, "ContainerStatusUnknown", T0, NOW, recovery.LOST_MESSAGE, ID
     )
-    assert container.render(uid="u", ready=False, started=False)["state"]["terminated"][
-        "reason"
-    ] == ("ContainerStatusUnknown")
+    shown = container.render(ready=False, started=False)
+    assert shown["state"]["terminated"]["reason"] == "ContainerStatusUnknown"
+    assert shown["state"]["terminated"]["containerID"] == shown["containerID"] == ID
 
 
 def test_an_ended_run_is_kept_as_it_ended() -> None:
@@ -55,18 +56,21 @@ def test_an_ended_run_is_kept_as_it_ended() -> None:
 
 
 def test_without_a_record_the_last_status_decides() -> None:
-    running = {"restartCount": 4, "state": {"running": {"startedAt": T0}}}
+    running = {"restartCount": 4, "containerID": ID, "state": {"running": {"startedAt": T0}}}
     container = fresh()
     assert recovery.recover(container, running, None, NOW)
     assert container.restart_count == 5
     assert container.current is not None
     assert container.current.exit_code == 137
+    assert container.current.container_id == ID
 
-    done = {"restartCount": 1, "state": {"terminated": terminated(0, "Completed")}}
+    ended = {**terminated(0, "Completed"), "containerID": ID}
+    done = {"restartCount": 1, "state": {"terminated": ended}}
     container = fresh()
     assert not recovery.recover(container, done, None, NOW)
     assert container.current is not None
     assert container.current.reason == "Completed"
+    assert container.current.container_id == ID
     assert container.restart_count == 1
 
     backing_off = {

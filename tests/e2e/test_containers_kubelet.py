@@ -1,0 +1,82 @@
+"""The kubelet with the Podman runtime, driven directly (the integration harness): the
+status's ``containerID`` is Podman's id of the run, and ``attach -i`` reaches a container's
+stdin as it does a process's (note 095).
+
+Uses ``localhost/trainop-debian-py:12`` from ``make container-images``; skipped, with the
+reason, where podman or that image is missing. Containers share the host's network here (no
+session network: nothing in these tests talks to another pod).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.kubelet.conftest import Site, site  # noqa: F401  (the fixture)
+from tests.integration.kubelet.harness import Local, pod, run_local
+from trainop.local.kubelet.containers import SESSION_LABEL, ContainerRuntime, Podman
+
+IMAGE = "localhost/trainop-debian-py:12"
+CONF = "[containers]\ndefault_ulimits = []\n"
+
+pytestmark = [pytest.mark.e2e, pytest.mark.containers]
+
+
+def _podman(tmp: Path, *words: str) -> subprocess.CompletedProcess[str]:
+    conf = tmp / "containers.conf"
+    conf.write_text(CONF)
+    argv = ["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs", *words]
+    env = {**os.environ, "CONTAINERS_CONF": str(conf)}
+    return subprocess.run(argv, capture_output=True, text=True, env=env, check=False, timeout=60)
+
+
+def _containers(tmp: Path, session: str) -> list[dict[str, Any]]:
+    label = f"label={SESSION_LABEL}={session}"
+    found = _podman(tmp, "ps", "-a", "--filter", label, "--format", "json").stdout
+    return list(json.loads(found or "[]"))
+
+
+@pytest.fixture
+def runtime(tmp_path: Path) -> Iterator[ContainerRuntime]:
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (make container-env)")
+    if _podman(tmp_path, "image", "exists", IMAGE).returncode != 0:
+        pytest.skip(f"image {IMAGE} is missing (make container-images)")
+    session = f"t{uuid.uuid4().hex[:10]}"
+    yield ContainerRuntime(Podman(tmp_path / "podman"), session=session, network=False)
+    assert _containers(tmp_path, session) == [], "the kubelet's close removes its containers"
+
+
+def _sh(script: str, **extra: Any) -> dict[str, Any]:
+    return {"name": "main", "image": IMAGE, "command": ["sh", "-c", script], **extra}
+
+
+def test_the_container_id_is_podmans_id_of_the_run(
+    site: Site,  # noqa: F811
+    runtime: ContainerRuntime,
+    tmp_path: Path,
+) -> None:
+    async def body(env: Local) -> None:
+        await env.create(pod("ids", _sh("sleep 600")))
+        found = await env.wait("ids", lambda p: "running" in str(p.get("status")))
+        shown = found["status"]["containerStatuses"][0]["containerID"]
+        listed = await asyncio.to_thread(_containers, tmp_path, runtime.session)
+        assert [f"podman://{c['Id']}" for c in listed] == [shown]
+        assert len(shown) == len("podman://") + 64
+        name = listed[0]["Names"][0]
+        await asyncio.to_thread(_podman, tmp_path, "kill", "--signal", "KILL", name)
+        ended = await env.phase("ids", "Failed")
+        terminated = ended["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert (terminated["exitCode"], terminated["containerID"]) == (137, shown)
+        assert ended["status"]["containerStatuses"][0]["containerID"] == shown
+
+    run_local(site.server, site.logs, site.root, body, container_runtime=runtime)

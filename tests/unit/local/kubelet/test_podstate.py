@@ -1,0 +1,60 @@
+"""``podstate``: a container's ``containerID`` is its run's, in the status and its states."""
+
+from __future__ import annotations
+
+from trainop.local.kubelet.podstate import ContainerState
+from trainop.local.podstatus.render import Termination
+
+T0 = "2026-01-01T00:00:00Z"
+T1 = "2026-01-01T00:00:05Z"
+FIRST = "podman://" + "a1" * 32
+SECOND = "podman://" + "b2" * 32
+
+
+def shown(container: ContainerState) -> dict[str, object]:
+    return container.render(ready=False, started=None)
+
+
+def test_the_id_is_the_running_runs_then_its_terminated_states() -> None:
+    container = ContainerState("main", "img")
+    assert "containerID" not in shown(container)  # waiting to start: no run yet
+    container.run(T0, 10, FIRST)
+    assert shown(container)["containerID"] == FIRST
+    container.end(Termination(1, "Error", T0, T1, container_id=container.container_id))
+    entry = shown(container)
+    assert entry["containerID"] == FIRST
+    assert entry["state"] == {
+        "terminated": {
+            "exitCode": 1,
+            "reason": "Error",
+            "startedAt": T0,
+            "finishedAt": T1,
+            "containerID": FIRST,
+        }
+    }
+    container.wait("CrashLoopBackOff", "back-off")  # kubelet keeps the last run's id
+    entry = shown(container)
+    assert entry["containerID"] == FIRST
+    assert entry["lastState"]["terminated"]["containerID"] == FIRST
+    container.run(T1, 11, SECOND)  # the restart: a new id, lastState keeps the first run's
+    entry = shown(container)
+    assert (entry["containerID"], entry["restartCount"]) == (SECOND, 1)
+    assert entry["lastState"]["terminated"]["containerID"] == FIRST
+
+
+def test_a_run_without_an_id_shows_none() -> None:
+    container = ContainerState("main", "img")
+    container.start_failed(Termination(128, "StartError", T0, T0, "no such file"))
+    entry = shown(container)
+    assert "containerID" not in entry
+    assert "containerID" not in entry["state"]["terminated"]
+
+
+def test_next_run_is_the_restart_count_the_next_run_shows() -> None:
+    container = ContainerState("main", "img")
+    assert container.next_run == 0
+    container.run(T0, 10, FIRST)
+    container.end(Termination(1, "Error", T0, T1, container_id=FIRST))
+    assert container.next_run == 1
+    container.run(T1, 11, SECOND)
+    assert container.restart_count == container.next_run == 1
