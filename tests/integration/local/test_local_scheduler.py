@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +19,14 @@ from trainop.kube.resources import (
     EVENTS,
     PODS,
     VOLCANO_PODGROUPS,
+    Resource,
     job_resource,
 )
 from trainop.local.cluster import ClusterConfig, NodeResources, process_cluster
 
 PYTORCH = job_resource(kind_info("PyTorchJob"))
 WAIT = 60.0
+NODE = NodeResources(cpus=2, gpus=0)
 
 
 def job(name: str, release: Path, *, cpu: str, workers: int = 0, min_available: int = 0) -> Any:
@@ -81,20 +85,44 @@ async def succeeded(client: Client, name: str) -> bool:
     return any(c["type"] == "Succeeded" and c["status"] == "True" for c in conditions)
 
 
+async def running(client: Client, name: str) -> bool:
+    found = await pod(client, name)
+    return bool(found) and found["status"].get("phase") == "Running"
+
+
+async def group_phase(client: Client, groups: Resource, name: str) -> str:
+    """The phase of PodGroup ``name`` (of the ``groups`` resource); "" while there is none."""
+    try:
+        group = await client.get(groups, name=name, namespace="default")
+    except errors.NotFoundError:
+        return ""
+    return str((group.get("status") or {}).get("phase") or "")
+
+
+@contextlib.asynccontextmanager
+async def hog_then_gang(tmp_path: Path, gang_scheduler_name: str) -> AsyncIterator[Client]:
+    """A two-CPU cluster whose jobs name ``gang_scheduler_name``: runs ``hog`` (one CPU) until it
+    is Running, then creates ``gang``, a master and a worker of one CPU each with minAvailable 2,
+    which cannot fit beside the hog. Touching ``go-hog``/``go-gang`` lets each job finish."""
+    engine = EngineOptions(gang_scheduler_name=gang_scheduler_name)
+    config = ClusterConfig(state_dir=tmp_path / "state", manager=ManagerOptions(engine=engine))
+    async with process_cluster(config, working_dir=tmp_path, resources=NODE) as cluster:
+        client = cluster.client
+        await client.create(PYTORCH, job("hog", tmp_path / "go-hog", cpu="1"))
+        await until("hog runs", lambda: running(client, "hog-master-0"))
+        gang = job("gang", tmp_path / "go-gang", cpu="1", workers=1, min_available=2)
+        await client.create(PYTORCH, gang)
+        yield client
+
+
 def test_a_second_job_asking_for_all_cpus_waits_until_the_first_finishes(tmp_path: Path) -> None:
     config = ClusterConfig(state_dir=tmp_path / "state")
-    node = NodeResources(cpus=2, gpus=0)
 
     async def scenario() -> None:
-        async with process_cluster(config, working_dir=tmp_path, resources=node) as cluster:
+        async with process_cluster(config, working_dir=tmp_path, resources=NODE) as cluster:
             client = cluster.client
             await client.create(PYTORCH, job("first", tmp_path / "go-first", cpu="2"))
-
-            async def first_running() -> bool:
-                found = await pod(client, "first-master-0")
-                return bool(found) and found["status"].get("phase") == "Running"
-
-            await until("first runs", first_running)
+            await until("first runs", lambda: running(client, "first-master-0"))
             await client.create(PYTORCH, job("second", tmp_path / "go-second", cpu="2"))
 
             async def second_unschedulable() -> dict[str, Any] | None:
@@ -139,36 +167,18 @@ def test_a_second_job_asking_for_all_cpus_waits_until_the_first_finishes(tmp_pat
 
 
 def test_a_volcano_gang_that_does_not_fit_stays_pending_then_runs(tmp_path: Path) -> None:
-    engine = EngineOptions(gang_scheduler_name="volcano")
-    config = ClusterConfig(state_dir=tmp_path / "state", manager=ManagerOptions(engine=engine))
-    node = NodeResources(cpus=2, gpus=0)
-
-    async def phase(client: Client, name: str) -> str:
-        try:
-            group = await client.get(VOLCANO_PODGROUPS, name=name, namespace="default")
-        except errors.NotFoundError:
-            return ""
-        return str((group.get("status") or {}).get("phase") or "")
-
     async def scenario() -> None:
-        async with process_cluster(config, working_dir=tmp_path, resources=node) as cluster:
-            client = cluster.client
-            await client.create(PYTORCH, job("hog", tmp_path / "go-hog", cpu="1"))
+        async with hog_then_gang(tmp_path, "volcano") as client:
 
-            async def hog_running() -> bool:
-                found = await pod(client, "hog-master-0")
-                return bool(found) and found["status"].get("phase") == "Running"
-
-            await until("hog runs", hog_running)
-            gang = job("gang", tmp_path / "go-gang", cpu="1", workers=1, min_available=2)
-            await client.create(PYTORCH, gang)
+            async def phase(name: str) -> str:
+                return await group_phase(client, VOLCANO_PODGROUPS, name)
 
             async def gang_pending() -> bool:
-                with_status = await phase(client, "gang")
+                with_status = await phase("gang")
                 return with_status == "Pending"
 
             await until("the gang's PodGroup is Pending", gang_pending)
-            assert await phase(client, "hog") == "Running"
+            assert await phase("hog") == "Running"
             # Volcano holds the pods until the group is admitted: none is created.
             assert await pod(client, "gang-master-0") is None
 
@@ -176,7 +186,7 @@ def test_a_volcano_gang_that_does_not_fit_stays_pending_then_runs(tmp_path: Path
             await until("hog succeeds", lambda: succeeded(client, "hog"))
 
             async def gang_running() -> bool:
-                return await phase(client, "gang") == "Running"
+                return await phase("gang") == "Running"
 
             await until("the gang runs", gang_running)
             for name in ("gang-master-0", "gang-worker-0"):
@@ -190,40 +200,22 @@ def test_a_volcano_gang_that_does_not_fit_stays_pending_then_runs(tmp_path: Path
 
 
 def test_a_coscheduled_gang_waits_with_its_pods_unbound_then_runs(tmp_path: Path) -> None:
-    engine = EngineOptions(gang_scheduler_name="scheduler-plugins")
-    config = ClusterConfig(state_dir=tmp_path / "state", manager=ManagerOptions(engine=engine))
-    node = NodeResources(cpus=2, gpus=0)
-
-    async def phase(client: Client, name: str) -> str:
-        try:
-            group = await client.get(COSCHEDULING_PODGROUPS, name=name, namespace="default")
-        except errors.NotFoundError:
-            return ""
-        return str((group.get("status") or {}).get("phase") or "")
-
     async def scenario() -> None:
-        async with process_cluster(config, working_dir=tmp_path, resources=node) as cluster:
-            client = cluster.client
-            await client.create(PYTORCH, job("hog", tmp_path / "go-hog", cpu="1"))
+        async with hog_then_gang(tmp_path, "scheduler-plugins") as client:
 
-            async def hog_running() -> bool:
-                found = await pod(client, "hog-master-0")
-                return bool(found) and found["status"].get("phase") == "Running"
-
-            await until("hog runs", hog_running)
-            gang = job("gang", tmp_path / "go-gang", cpu="1", workers=1, min_available=2)
-            await client.create(PYTORCH, gang)
+            async def phase(name: str) -> str:
+                return await group_phase(client, COSCHEDULING_PODGROUPS, name)
 
             async def gang_waits() -> dict[str, Any] | None:
                 condition = scheduled(await pod(client, "gang-worker-0"))
                 return condition if condition and condition["status"] == "False" else None
 
-            condition = await gang_waits_for(gang_waits)
+            condition = await until("the gang waits", gang_waits)
             assert condition["reason"] == "Unschedulable"
             assert "pod group is not ready" in condition["message"]
 
             async def prescheduling() -> bool:
-                return await phase(client, "gang") == "PreScheduling"
+                return await phase("gang") == "PreScheduling"
 
             await until("the PodGroup is PreScheduling", prescheduling)
             master = await pod(client, "gang-master-0")
@@ -233,13 +225,10 @@ def test_a_coscheduled_gang_waits_with_its_pods_unbound_then_runs(tmp_path: Path
             (tmp_path / "go-hog").touch()
 
             async def gang_running() -> bool:
-                return await phase(client, "gang") == "Running"
+                return await phase("gang") == "Running"
 
             await until("the gang runs", gang_running)
             (tmp_path / "go-gang").touch()
             await until("gang succeeds", lambda: succeeded(client, "gang"))
-
-    async def gang_waits_for(probe: Any) -> Any:
-        return await until("the gang waits", probe)
 
     asyncio.run(scenario())
