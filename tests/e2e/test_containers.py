@@ -11,6 +11,7 @@ where podman or the images are missing (``make container-env container-images``)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -76,7 +77,9 @@ def podman(tmp_path: Path) -> Iterator[Path]:
     assert _left(tmp_path) == ([], [])
 
 
-def _run(manifest: Path, *flags: str, timeout: float = 240) -> tuple[int, str, float]:
+def _run(
+    manifest: Path, *flags: str, timeout: float = 240, env: dict[str, str] | None = None
+) -> tuple[int, str, float]:
     began = time.monotonic()
     done = subprocess.run(
         [*TRAINOP, "run", *flags, str(manifest)],
@@ -85,6 +88,7 @@ def _run(manifest: Path, *flags: str, timeout: float = 240) -> tuple[int, str, f
         cwd=ROOT,
         timeout=timeout,
         check=False,
+        env=env,
     )
     elapsed = time.monotonic() - began
     print(f"{manifest.name} {' '.join(flags)}: {elapsed:.1f}s")
@@ -366,3 +370,99 @@ def test_mpi_launcher_starts_its_ranks_in_the_worker_containers(
         for worker in (f"{job}-worker-0", f"{job}-worker-1"):
             assert f"+ python3 -I -S {agent} {worker} -- /bin/sh -c" in output, output
     assert output.splitlines()[-1].endswith("Succeeded")
+
+
+GPU_JOB = """apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: gpu-containers
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: Never
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: localhost/trainop-debian-py:12
+              imagePullPolicy: Never
+              command:
+                - sh
+                - -c
+                - echo gpu=$TRAINOP_FAKE_GPU; test -c /dev/nvidia-fake && echo node
+              resources:
+                limits: {nvidia.com/gpu: 1}
+"""
+# A CDI spec as the NVIDIA Container Toolkit writes one (kind nvidia.com/gpu, devices named by
+# index), whose edits are harmless: a variable and /dev/null as a device node.
+FAKE_CDI = """cdiVersion: "0.5.0"
+kind: nvidia.com/gpu
+devices:
+  - name: "0"
+    containerEdits:
+      env: ["TRAINOP_FAKE_GPU=0"]
+      deviceNodes: [{path: /dev/nvidia-fake, hostPath: /dev/null}]
+"""
+CDI_RUN_DIR = Path("/var/run/cdi")
+
+
+def _with_a_fake_gpu(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """The job's manifest, and an environment whose ``nvidia-smi`` lists one GPU (index 0)."""
+    manifest = tmp_path / "gpu.yaml"
+    manifest.write_text(GPU_JOB)
+    smi = tmp_path / "smi" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text("#!/bin/sh\necho 'GPU 0: Fake GPU (UUID: GPU-00000000-0000-0000-0000-0)'\n")
+    smi.chmod(0o700)
+    return manifest, {**os.environ, "PATH": f"{smi.parent}{os.pathsep}{os.environ['PATH']}"}
+
+
+def _skip_where_the_machine_has_a_cdi_spec() -> None:
+    from trainop.local.kubelet import containers
+
+    if "0" in containers.cdi_devices("nvidia.com/gpu"):
+        pytest.skip("this machine has a CDI spec for nvidia.com/gpu=0 of its own")
+
+
+@pytest.fixture
+def cdi_spec() -> Iterator[Path]:
+    """A CDI spec for ``nvidia.com/gpu=0`` under /var/run/cdi (where podman 4.3 reads them),
+    under a unique name, removed afterwards (with the directory, when the test made it)."""
+    _skip_where_the_machine_has_a_cdi_spec()
+    made = not CDI_RUN_DIR.exists()
+    path = CDI_RUN_DIR / f"trainop-test-{os.getpid()}-{time.monotonic_ns()}.yaml"
+    try:
+        CDI_RUN_DIR.mkdir(exist_ok=True)
+        path.write_text(FAKE_CDI)
+    except OSError as exc:
+        pytest.skip(f"{CDI_RUN_DIR} is not writable here ({exc})")
+    try:
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+        if made:
+            with contextlib.suppress(OSError):
+                CDI_RUN_DIR.rmdir()
+
+
+def test_a_held_gpu_reaches_the_container_as_a_cdi_device(
+    podman: Path, tmp_path: Path, cdi_spec: Path
+) -> None:
+    """A fake ``nvidia-smi`` lists GPU 0; the container asking for one gets
+    ``--device nvidia.com/gpu=0`` and podman applies the spec's edits."""
+    manifest, env = _with_a_fake_gpu(tmp_path)
+    code, output, _ = _run(manifest, "--runtime", "podman", "--timeout", "90", env=env)
+    assert code == 0, output
+    assert re.search(r"^\[master-0\]\s+gpu=0$", output, re.M), output
+    assert re.search(r"^\[master-0\]\s+node$", output, re.M), output
+
+
+def test_a_held_gpu_without_a_cdi_spec_fails_naming_the_fix(podman: Path, tmp_path: Path) -> None:
+    _skip_where_the_machine_has_a_cdi_spec()
+    manifest, env = _with_a_fake_gpu(tmp_path)
+    code, output, elapsed = _run(manifest, "--runtime", "podman", "--timeout", "90", env=env)
+    assert code == 1, output
+    assert "unresolvable CDI devices nvidia.com/gpu=0" in output
+    assert "nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml" in output
+    assert elapsed < 90

@@ -211,3 +211,16 @@ def test_gpus_are_assigned_through_cuda_visible_devices(site: Site) -> None:
         assert "requested 3 nvidia.com/gpu, this machine has 2" in greedy["message"]
 
     run_local(site.server, site.logs, site.root, body, gpus=("0", "1"))
+
+
+def test_without_gpus_a_gpu_request_runs_on_the_cpu(site: Site) -> None:
+    """A machine without GPUs ignores the request (it used to wait forever for a device)."""
+    show = "import os; print(repr(os.environ.get('CUDA_VISIBLE_DEVICES')))"
+
+    async def body(env: Local) -> None:
+        await env.create(pod("cpu", py(show, resources={"limits": {"nvidia.com/gpu": "1"}})))
+        status = (await env.phase("cpu", "Succeeded", "Failed"))["status"]
+        assert status["phase"] == "Succeeded", status
+        assert (await output_of(site, env, "cpu")).strip() == "None"
+
+    run_local(site.server, site.logs, site.root, body)  # gpus=(): none on this machine

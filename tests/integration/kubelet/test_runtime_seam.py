@@ -114,3 +114,31 @@ def test_the_kubelet_also_serves_exec_on_the_runtimes_socket_file(
             )
 
     run_local(site.server, site.logs, site.root, body, container_runtime=WithExecSocket(path))
+
+
+class Recording(NoPull):
+    """A runtime that records the GPUs each start holds (and cannot start anything)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.devices: dict[str, tuple[str, ...]] = {}
+
+    async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
+        self.devices[target.pod] = launch.devices
+        raise StartError("StartError", "RunContainerError", "recorded")
+
+
+def test_the_gpus_a_container_holds_reach_its_runtime(site: Site) -> None:
+    """One mechanism for every runtime: the held devices are on the ``Launch`` (the container
+    runtime makes them CDI devices); a container that asks for none holds none."""
+    runtime = Recording()
+    wants = {"limits": {"nvidia.com/gpu": "2"}}
+
+    async def body(env: Local) -> None:
+        await env.create(pod("two", {"name": "main", "image": "i", "resources": wants}))
+        await env.create(pod("none", {"name": "main", "image": "i"}))
+        for name in ("two", "none"):
+            await env.phase(name, "Failed", "Succeeded")
+        assert runtime.devices == {"two": ("0", "1"), "none": ()}
+
+    run_local(site.server, site.logs, site.root, body, gpus=("0", "1"), container_runtime=runtime)

@@ -12,8 +12,10 @@ container's, SIGTERM to the client is proxied into the container, and after it e
 ``--cidfile`` gives the run's id (``podman://<id>``, the status's ``containerID``).
 What the pod resolved is used as a cluster would: the image's entrypoint and cmd combined
 with ``command``/``args`` as kubelet does, ``workingDir``, the pod's env (not the host's), its
-volumes bind-mounted at their real ``mountPath``s (``readOnly`` as ``ro``), and
-``imagePullPolicy`` with kubelet's waiting reasons.
+volumes bind-mounted at their real ``mountPath``s (``readOnly`` as ``ro``),
+``imagePullPolicy`` with kubelet's waiting reasons, and the GPUs the run holds as CDI devices
+(``--device nvidia.com/gpu=<index>``; a held GPU no CDI spec defines is a start error that
+names the fix).
 
 Network: one bridge network per session (``trainop-<session>``, with Podman's DNS): each
 container's hostname is its pod's hostname and the pod name (and ``<pod>.<ns>.svc``) are its
@@ -47,8 +49,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from trainop.engine import quantities
-from trainop.local.kubelet import processes
+from trainop.local.kubelet import gpus, processes
 from trainop.local.kubelet.runtime import Launch, Running, StartError, Target
 
 log = logging.getLogger(__name__)
@@ -69,6 +73,12 @@ _SOCKET_PATH_LIMIT = 100  # a Unix socket's path is at most 107 bytes
 CREATE_TIMEOUT = 60.0  # how long ``start`` waits for podman to create the container
 _CREATE_POLL = 0.02
 _CONTAINER_ID = re.compile(r"[0-9a-f]{64}")
+# Podman (4.1 and later) injects a CDI device named on ``--device`` from the specs in these
+# directories (4.3 reads only these two), as the NVIDIA Container Toolkit writes them; the
+# toolkit's kind is the resource's name, its devices are named by index.
+CDI_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
+CDI_FIX = "nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"
+_CDI_SUFFIXES = (".yaml", ".json")
 
 
 def exec_command() -> str:
@@ -156,8 +166,16 @@ def available(binary: str = "podman") -> bool:
 class ContainerRuntime:
     """Containers as Podman containers (see the module docstring)."""
 
-    def __init__(self, podman: Podman, *, session: str, network: bool = True) -> None:
+    def __init__(
+        self,
+        podman: Podman,
+        *,
+        session: str,
+        network: bool = True,
+        cdi_dirs: Sequence[Path] = CDI_DIRS,
+    ) -> None:
         self._podman = podman
+        self._cdi_dirs = tuple(cdi_dirs)
         self.session = session
         self._want_network = network
         self.network = ""  # the session's network, "" for the host's
@@ -251,6 +269,7 @@ class ContainerRuntime:
         argv = combine(config, command=launch.command, args=launch.args)
         if not argv:
             raise StartError("ContainerCannotRun", "CreateContainerError", "no command specified")
+        check_devices(launch.devices, self._cdi_dirs)
         name = container_name(self.session, target)
         await self._podman.call("rm", "-f", "-t", "0", name)  # a leftover of an earlier run
         cidfile = self._cidfile(name)
@@ -318,7 +337,7 @@ class ContainerRuntime:
             words += ["--mount", f"type=bind,source={self.exec_dir},destination={EXEC_MOUNT}"]
             words += ["--env", f"TRAINOP_EXEC_ADDRESS={EXEC_MOUNT}/{EXEC_SOCKET}"]
             words += ["--env", f"TRAINOP_NAMESPACE={target.namespace}"]
-        return [*words, *limits(launch.spec)]
+        return [*words, *limits(launch.spec), *device_options(launch.devices)]
 
     async def _ensure_image(self, image: str, policy: str) -> None:
         present = (await self._podman.call("image", "exists", image)).code == 0
@@ -446,6 +465,56 @@ def limits(spec: Mapping[str, Any]) -> list[str]:
         if amount > 0:
             words += [flag, str(int(amount)) if key == "memory" else f"{amount:f}"]
     return words
+
+
+# --- GPUs as CDI devices ------------------------------------------------------------------
+
+
+def device_options(devices: Sequence[str]) -> list[str]:
+    """``--device nvidia.com/gpu=<index>`` for each GPU the run holds (none: no device, as on
+    a cluster a container that asks for no GPU sees none)."""
+    words = []
+    for device in devices:
+        words += ["--device", f"{gpus.RESOURCE}={device}"]
+    return words
+
+
+def cdi_devices(kind: str, dirs: Sequence[Path] = CDI_DIRS) -> set[str]:
+    """The names of the devices that the CDI spec files in ``dirs`` define for ``kind`` (a
+    file that cannot be read or parsed defines none)."""
+    found: set[str] = set()
+    for directory in dirs:
+        try:
+            files = sorted(p for p in directory.iterdir() if p.suffix in _CDI_SUFFIXES)
+        except OSError:
+            continue
+        for path in files:
+            try:
+                spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, yaml.YAMLError):
+                continue
+            if not isinstance(spec, dict) or spec.get("kind") != kind:
+                continue
+            for device in spec.get("devices") or []:
+                if isinstance(device, dict) and device.get("name") is not None:
+                    found.add(str(device["name"]))
+    return found
+
+
+def check_devices(devices: Sequence[str], dirs: Sequence[Path] = CDI_DIRS) -> None:
+    """A ``StartError`` (``CreateContainerError``, as containerd's failed CDI injection on a
+    cluster) naming the fix, when a GPU the run holds has no CDI spec podman could use."""
+    if not devices:
+        return
+    defined = cdi_devices(gpus.RESOURCE, dirs)
+    missing = [f"{gpus.RESOURCE}={d}" for d in devices if d not in defined]
+    if missing:
+        where = " or ".join(str(d) for d in dirs)
+        message = (
+            f"CDI device injection failed: unresolvable CDI devices {', '.join(missing)}: no "
+            f"CDI spec in {where} defines them; make one with `{CDI_FIX}`"
+        )
+        raise StartError("ContainerCannotRun", "CreateContainerError", message)
 
 
 def mounts(launch: Launch) -> list[str]:

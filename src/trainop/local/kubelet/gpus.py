@@ -1,13 +1,16 @@
-"""GPUs: found with ``nvidia-smi -L``, handed to containers through ``CUDA_VISIBLE_DEVICES``.
+"""GPUs: found with ``nvidia-smi -L``, held per container, shown to it by its runtime.
 
 A container's ``nvidia.com/gpu`` limit (or request) asks for that many devices, held
 exclusively from its first start until it is done for good (restarts keep them). When fewer
 are free, the container waits (``ContainerCreating``, the message says how many are free)
-until another container gives some back. On a machine with GPUs, a container that asks for
-none gets ``CUDA_VISIBLE_DEVICES=""`` (as on a cluster, it sees no device), and one that asks
-for more than the machine has fails the pod (``UnexpectedAdmissionError``, as kubelet's device
-manager). On a machine without GPUs (or without ``nvidia-smi``) all of this is a no-op: the
-variable is left unset and a GPU request is ignored, so GPU manifests still run on CPU.
+until another container gives some back. The devices held reach the runtime on its
+``Launch`` (``devices``): a host process sees them as ``CUDA_VISIBLE_DEVICES`` (``variables``),
+a Podman container as CDI devices ``nvidia.com/gpu=<index>`` (``containers``). On a machine
+with GPUs, a container that asks for none gets ``CUDA_VISIBLE_DEVICES=""`` or no device (as
+on a cluster, it sees none), and one that asks for more than the machine has fails the pod
+(``UnexpectedAdmissionError``, as kubelet's device manager). On a machine without GPUs (or
+without ``nvidia-smi``) all of this is a no-op: the variable is left unset, no device is
+passed and a GPU request is ignored (it holds nothing), so GPU manifests still run on CPU.
 """
 
 from __future__ import annotations
@@ -61,7 +64,10 @@ class GpuPool:
         return len(self._free)
 
     def take(self, count: int) -> list[str] | None:
-        """``count`` devices, or None when fewer are free."""
+        """``count`` devices, or None when fewer are free (none on a machine without GPUs:
+        the request is ignored)."""
+        if not self.devices:
+            return []
         if count > len(self._free):
             self._released.clear()
             return None

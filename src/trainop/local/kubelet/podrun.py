@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import signal
 import time
@@ -327,6 +328,7 @@ class PodRun:
         devices = await self._take_gpus(container, launch.gpus)
         if devices is None:
             return False
+        launch = dataclasses.replace(launch, devices=tuple(devices))
         env = {**launch.env, **self._pool.variables(devices)}
         try:
             failures = 0

@@ -41,7 +41,10 @@ class Launch:
     ``args`` are the same words kept apart (an image runtime combines them with the image's
     entrypoint and cmd); ``volumes`` maps each pod volume to its host directory; ``spec`` is
     the container as the manifest wrote it; ``pod_env`` the variables the pod itself defines
-    (its ``env``/``envFrom`` and ``HOSTNAME``), without the host's and the sandbox's."""
+    (its ``env``/``envFrom`` and ``HOSTNAME``), without the host's and the sandbox's;
+    ``devices`` the GPUs (``gpus`` pool indices) this run holds: the host runtime shows them
+    as ``CUDA_VISIBLE_DEVICES`` (in the host ``env`` ``podrun`` passes), the container runtime
+    as CDI devices."""
 
     argv: list[str]
     env: dict[str, str]
@@ -52,6 +55,7 @@ class Launch:
     volumes: dict[str, Path] = field(default_factory=dict)
     spec: Raw = field(default_factory=dict)
     pod_env: dict[str, str] = field(default_factory=dict)
+    devices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -254,3 +254,87 @@ def test_a_state_directory_too_long_for_a_socket_path_uses_a_temporary_one(
     assert (runtime.exec_socket.parent / "execclient.py").is_file()
     asyncio.run(runtime.close())
     assert not runtime.exec_socket.parent.exists()
+
+
+# --- GPUs as CDI devices -------------------------------------------------------------------
+
+CDI_SPEC = """cdiVersion: "0.5.0"
+kind: nvidia.com/gpu
+devices:
+  - name: "0"
+    containerEdits: {env: ["X=0"]}
+  - name: "all"
+    containerEdits: {env: ["X=all"]}
+"""
+
+
+def test_held_gpus_become_cdi_device_options_and_none_become_none() -> None:
+    assert containers.device_options(("0", "2")) == [
+        "--device",
+        "nvidia.com/gpu=0",
+        "--device",
+        "nvidia.com/gpu=2",
+    ]
+    assert containers.device_options(()) == []
+
+
+def test_a_run_passes_the_devices_it_holds_and_nothing_else(tmp_path: Path) -> None:
+    runtime = containers.ContainerRuntime(containers.Podman(tmp_path), session="s5")
+    held = _launch(tmp_path, {"name": "c"}, devices=("1",))
+    words = runtime._run_options(TARGET, held, "n")
+    assert words[words.index("--device") + 1] == "nvidia.com/gpu=1"
+    assert words.count("--device") == 1
+    assert "--device" not in runtime._run_options(TARGET, _launch(tmp_path, {"name": "c"}), "n")
+
+
+def test_cdi_devices_are_read_from_the_specs_of_their_kind(tmp_path: Path) -> None:
+    etc, run = tmp_path / "etc", tmp_path / "run"
+    etc.mkdir()
+    (etc / "nvidia.yaml").write_text(CDI_SPEC)
+    (etc / "other.json").write_text(
+        '{"cdiVersion": "0.5.0", "kind": "acme.com/fpga", "devices": [{"name": "7"}]}'
+    )
+    (etc / "broken.yaml").write_text("kind: [unclosed")
+    (etc / "notes.txt").write_text(CDI_SPEC.replace('"0"', '"5"'))  # not a spec file name
+    assert containers.cdi_devices("nvidia.com/gpu", (etc, run)) == {"0", "all"}
+    assert containers.cdi_devices("acme.com/fpga", (etc, run)) == {"7"}
+    containers.check_devices(("0",), (etc, run))  # defined: no error
+    containers.check_devices((), (run,))  # nothing held: nothing to check
+
+
+def test_a_held_gpu_without_a_cdi_spec_is_a_start_error_that_names_the_fix(
+    tmp_path: Path,
+) -> None:
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "nvidia.yaml").write_text(CDI_SPEC)
+    with pytest.raises(StartError) as caught:
+        containers.check_devices(("0", "1"), (etc, tmp_path / "run"))
+    assert (caught.value.reason, caught.value.waiting) == (
+        "ContainerCannotRun",
+        "CreateContainerError",
+    )
+    assert str(caught.value) == (
+        "CDI device injection failed: unresolvable CDI devices nvidia.com/gpu=1: no CDI spec "
+        f"in {etc} or {tmp_path / 'run'} defines them; make one with "
+        "`nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`"
+    )
+
+
+def test_start_checks_the_cdi_specs_before_it_runs_anything(tmp_path: Path) -> None:
+    podman, log = _fake_podman(tmp_path, image_exists=True)
+    cdi = tmp_path / "cdi"
+    runtime = containers.ContainerRuntime(podman, session="s6", cdi_dirs=(cdi,))
+    launch = _launch(tmp_path, {"name": "c", "image": "img:1"}, devices=("0",))
+    with pytest.raises(StartError, match=r"unresolvable CDI devices nvidia\.com/gpu=0"):
+        asyncio.run(runtime.start(TARGET, launch, {}))
+    assert " run " not in log.read_text()
+    cdi.mkdir()
+    (cdi / "nvidia.yaml").write_text(CDI_SPEC)
+
+    async def started() -> int:
+        return await (await runtime.start(TARGET, launch, {})).wait()
+
+    assert asyncio.run(started()) == 3  # the fake's container ran
+    run = next(line for line in log.read_text().splitlines() if " run " in f" {line} ")
+    assert "--device nvidia.com/gpu=0 --entrypoint" in run
