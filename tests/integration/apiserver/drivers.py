@@ -1,4 +1,4 @@
-"""Two client drivers with one interface, so each scenario is written once.
+"""Three client drivers with one interface, so each scenario is written once.
 
 - ``OfficialDriver``: the official ``kubernetes`` client through its typed APIs (CoreV1Api,
   CoordinationV1Api, EventsV1Api, AutoscalingV2Api, ApiextensionsV1Api), CustomObjectsApi for
@@ -6,8 +6,9 @@
 - ``LightkubeDriver``: lightkube's ``AsyncClient`` with generic resources (create, get,
   replace, patch, delete, watch), and raw requests through its own HTTP session where
   lightkube has no parameter for what is tested (selector strings, paging, bookmarks, logs).
+- ``TrainopDriver``: trainop's own ``HttpClient`` (the one the controller uses).
 
-Both return plain dicts and raise ``ApiFailureError(code, body)`` for an error response.
+All return plain dicts and raise ``ApiFailureError(code, body)`` for an error response.
 """
 
 from __future__ import annotations
@@ -307,23 +308,17 @@ class OfficialDriver:
         return self._plain(self._call(fn, *self._args(res, namespace), name))
 
 
-# ---- lightkube --------------------------------------------------------------------------
+# ---- the two async clients: each on a private event loop ---------------------------------
 
 
-class LightkubeDriver:
-    """lightkube's AsyncClient (generic resources), run on a private event loop."""
+class _AsyncClientDriver:
+    """Runs an async client's calls on a private event loop (``self.client`` is made there)."""
 
-    name = "lightkube"
+    client: AsyncClient | HttpClient
 
     def __init__(self, kubeconfig: Path) -> None:
         self.kubeconfig = kubeconfig
         self._loop = LoopThread()
-        kc = KubeConfig.from_file(kubeconfig)
-        self.client = self._run(self._make(kc))
-        self._http: httpx.AsyncClient = self.client._client._client
-
-    async def _make(self, kc: KubeConfig) -> AsyncClient:
-        return AsyncClient(config=kc, field_manager=None)
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self._loop.call(coro, timeout=30)
@@ -331,6 +326,25 @@ class LightkubeDriver:
     def close(self) -> None:
         self._run(self.client.close())
         self._loop.close()
+
+
+# ---- lightkube --------------------------------------------------------------------------
+
+
+class LightkubeDriver(_AsyncClientDriver):
+    """lightkube's AsyncClient (generic resources), run on a private event loop."""
+
+    name = "lightkube"
+    client: AsyncClient
+
+    def __init__(self, kubeconfig: Path) -> None:
+        super().__init__(kubeconfig)
+        kc = KubeConfig.from_file(kubeconfig)
+        self.client = self._run(self._make(kc))
+        self._http: httpx.AsyncClient = self.client._client._client
+
+    async def _make(self, kc: KubeConfig) -> AsyncClient:
+        return AsyncClient(config=kc, field_manager=None)
 
     def _res(self, res: Res) -> Any:
         known = resource_registry.get(res.api_version, res.kind)
@@ -349,20 +363,18 @@ class LightkubeDriver:
     def _ns(self, res: Res, namespace: str | None) -> dict[str, Any]:
         return {"namespace": namespace} if res.namespaced else {}
 
+    def _obj(self, call: Coroutine[Any, Any, Any]) -> dict[str, Any]:
+        """Runs one lightkube call: the object it returns as a plain dict."""
+        return dict(self._run(self._guard(call)).to_dict())
+
     def create(
         self, res: Res, body: dict[str, Any], namespace: str | None = None
     ) -> dict[str, Any]:
         cls = self._res(res)
-        obj = self._run(
-            self._guard(self.client.create(cls.from_dict(body), **self._ns(res, namespace)))
-        )
-        return dict(obj.to_dict())
+        return self._obj(self.client.create(cls.from_dict(body), **self._ns(res, namespace)))
 
     def get(self, res: Res, name: str, namespace: str | None = None) -> dict[str, Any]:
-        obj = self._run(
-            self._guard(self.client.get(self._res(res), name, **self._ns(res, namespace)))
-        )
-        return dict(obj.to_dict())
+        return self._obj(self.client.get(self._res(res), name, **self._ns(res, namespace)))
 
     async def _raw(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         resp = await self._http.request(method, path, **kwargs)
@@ -392,12 +404,9 @@ class LightkubeDriver:
     ) -> dict[str, Any]:
         cls = self._res(res)
         target = cls.Status if status else cls
-        obj = self._run(
-            self._guard(
-                self.client.replace(target.from_dict(body), name, **self._ns(res, namespace))
-            )
+        return self._obj(
+            self.client.replace(target.from_dict(body), name, **self._ns(res, namespace))
         )
-        return dict(obj.to_dict())
 
     def patch(
         self,
@@ -415,12 +424,9 @@ class LightkubeDriver:
             "json": PatchType.JSON,
             "strategic": PatchType.STRATEGIC,
         }[kind]
-        obj = self._run(
-            self._guard(
-                self.client.patch(target, name, body, patch_type=ptype, **self._ns(res, namespace))
-            )
+        return self._obj(
+            self.client.patch(target, name, body, patch_type=ptype, **self._ns(res, namespace))
         )
-        return dict(obj.to_dict())
 
     def delete(
         self, res: Res, name: str, namespace: str | None = None, propagation: str | None = None
@@ -492,33 +498,24 @@ class LightkubeDriver:
         yield from self._loop.iterate(stream, timeout=30)
 
     def scale(self, res: Res, name: str, namespace: str) -> dict[str, Any]:
-        cls = self._res(res)
-        obj = self._run(self._guard(self.client.get(cls.Scale, name, namespace=namespace)))
-        return dict(obj.to_dict())
+        return self._obj(self.client.get(self._res(res).Scale, name, namespace=namespace))
 
 
 # ---- trainop's own client (what the controller uses) -------------------------------------
 
 
-class TrainopDriver:
+class TrainopDriver(_AsyncClientDriver):
     """``trainop.kube.http.HttpClient``, the controller's client, on a private event loop."""
 
     name = "trainop"
+    client: HttpClient
 
     def __init__(self, kubeconfig: Path) -> None:
-        self.kubeconfig = kubeconfig
-        self._loop = LoopThread()
+        super().__init__(kubeconfig)
         self.client = self._run(self._make())
 
     async def _make(self) -> HttpClient:
         return HttpClient.from_kubeconfig(path=str(self.kubeconfig))
-
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return self._loop.call(coro, timeout=30)
-
-    def close(self) -> None:
-        self._run(self.client.close())
-        self._loop.close()
 
     @staticmethod
     def _res(res: Res) -> Resource:
