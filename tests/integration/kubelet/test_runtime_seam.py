@@ -1,6 +1,7 @@
 """The kubelet through its runtime seam: a runtime whose image cannot be pulled shows
 kubelet's ErrImagePull, then ImagePullBackOff (not CrashLoopBackOff), with the runtime's
-message; the pod's state machine, back-off and events are the shared ones."""
+message, and only waits (the container never ran: no restartCount, no lastState, whatever the
+restart policy); the pod's state machine, back-off and events are the shared ones."""
 
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ class NoPull:
 
     addresses_by_name = False
 
-    def __init__(self) -> None:
+    def __init__(self, *, never: bool = False) -> None:
         self.starts = 0
+        self.never = never  # ``imagePullPolicy: Never`` and the image absent
 
     async def open(self) -> None:
         pass
@@ -38,41 +40,96 @@ class NoPull:
 
     async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
         self.starts += 1
+        if self.never:
+            raise StartError(NEVER, NEVER, NEVER_MESSAGE, image="img:1")
         raise StartError("ErrImagePull", "ErrImagePull", MESSAGE, image="img:1")
 
 
-def waiting(reason: str, restarts: int = 0) -> Any:
+NEVER = "ErrImageNeverPull"
+NEVER_MESSAGE = 'Container image "img:1" is not present with pull policy of Never'
+
+
+def waiting(reason: str) -> Any:
     def check(found: dict[str, Any]) -> bool:
         entries = (found.get("status") or {}).get("containerStatuses") or [{}]
         state = (entries[0].get("state") or {}).get("waiting") or {}
-        return state.get("reason") == reason and entries[0].get("restartCount") == restarts
+        return state.get("reason") == reason
 
     return check
 
 
-def test_an_image_that_cannot_be_pulled_backs_off_as_image_pull_back_off(site: Site) -> None:
+def only_waiting(found: dict[str, Any], reason: str, message: str) -> None:
+    """The container never ran: waiting, restartCount 0, no lastState, no containerID."""
+    entry = found["status"]["containerStatuses"][0]
+    assert entry["state"] == {"waiting": {"reason": reason, "message": message}}
+    assert (entry["restartCount"], entry["lastState"]) == (0, {})
+    assert "containerID" not in entry
+    assert found["status"]["phase"] == "Pending"
+
+
+async def _events(env: Local) -> list[tuple[str, str, str, int]]:
+    await env.kubelet.drained()
+    found = await env.client.list(EVENTS, namespace=env.namespace)
+    return sorted((e["type"], e["reason"], e["message"], e["count"]) for e in found.items)
+
+
+@pytest.mark.parametrize("policy", ["OnFailure", "Never"])
+def test_an_image_that_cannot_be_pulled_only_waits_and_backs_off(site: Site, policy: str) -> None:
     clock = FakeClock()
     runtime = NoPull()
     container = {"name": "main", "image": "img:1"}  # no command: the image's entrypoint
+    back_off = 'Back-off pulling image "img:1"'
 
     async def body(env: Local) -> None:
-        await env.create(pod("pull", container, restart_policy="OnFailure"))
-        found = await env.wait("pull", waiting("ErrImagePull"))
-        state = found["status"]["containerStatuses"][0]["state"]["waiting"]
-        assert state["message"] == MESSAGE
+        await env.create(pod("pull", container, restart_policy=policy))
+        only_waiting(await env.wait("pull", waiting("ErrImagePull")), "ErrImagePull", MESSAGE)
         clock.advance(1)  # kubelet shows the error itself for one sync period
-        found = await env.wait("pull", waiting("ImagePullBackOff"))
-        state = found["status"]["containerStatuses"][0]["state"]["waiting"]
-        assert state["message"] == 'Back-off pulling image "img:1"'
-        assert found["status"]["phase"] == "Pending"
-        await env.kubelet.drained()
-        events = await env.client.list(EVENTS, namespace=env.namespace)
-        messages = {(e["reason"], e["message"]) for e in events.items}
-        assert ("BackOff", 'Back-off pulling image "img:1"') in messages
-        assert ("Failed", f"Error: {MESSAGE}") in messages
-        clock.advance(9)  # the rest of the first 10 s back-off
-        await env.wait("pull", waiting("ErrImagePull", restarts=1))  # tried again
+        only_waiting(
+            await env.wait("pull", waiting("ImagePullBackOff")), "ImagePullBackOff", back_off
+        )
+        assert await _events(env) == [
+            ("Normal", "BackOff", back_off, 1),
+            ("Warning", "Failed", "Error: ErrImagePull", 1),
+            ("Warning", "Failed", "Error: ImagePullBackOff", 1),
+            ("Warning", "Failed", f'Failed to pull image "img:1": {MESSAGE}', 1),
+        ]
+        clock.advance(9)  # the rest of the first 10 s back-off: tried again, whatever the policy
+        only_waiting(await env.wait("pull", waiting("ErrImagePull")), "ErrImagePull", MESSAGE)
         assert runtime.starts == 2
+        assert ("Warning", "Failed", "Error: ErrImagePull", 2) in await _events(env)
+
+    run_local(
+        site.server,
+        site.logs,
+        site.root,
+        body,
+        clock=clock,
+        backoff=Backoff(),
+        container_runtime=runtime,
+    )
+
+
+def test_an_absent_image_under_never_waits_as_err_image_never_pull(site: Site) -> None:
+    clock = FakeClock()
+    runtime = NoPull(never=True)
+    container = {"name": "main", "image": "img:1", "imagePullPolicy": "Never"}
+
+    async def body(env: Local) -> None:
+        await env.create(pod("never", container, restart_policy="Never"))
+        only_waiting(await env.wait("never", waiting(NEVER)), NEVER, NEVER_MESSAGE)
+        clock.advance(1)  # no ImagePullBackOff: it keeps its reason while it waits
+        await env.kubelet.drained()
+        only_waiting(await env.get("never"), NEVER, NEVER_MESSAGE)
+        assert await _events(env) == [
+            ("Warning", "ErrImageNeverPull", NEVER_MESSAGE, 1),
+            ("Warning", "Failed", "Error: ErrImageNeverPull", 1),
+        ]
+        clock.advance(9)
+        deadline = asyncio.get_running_loop().time() + 30
+        while runtime.starts < 2:  # tried again after the back-off
+            assert asyncio.get_running_loop().time() < deadline, "never tried again"
+            await asyncio.sleep(0.02)
+        only_waiting(await env.wait("never", waiting(NEVER)), NEVER, NEVER_MESSAGE)
 
     run_local(
         site.server,

@@ -344,7 +344,7 @@ class ContainerRuntime:
         if policy == "Never":
             if not present:
                 message = f'Container image "{image}" is not present with pull policy of Never'
-                raise StartError("ErrImageNeverPull", "ErrImageNeverPull", message)
+                raise StartError("ErrImageNeverPull", "ErrImageNeverPull", message, image=image)
             return
         if present and policy == "IfNotPresent":
             return

@@ -20,7 +20,11 @@
    running, timed by the injected clock), incrementing ``restartCount``. A process that
    cannot be started (no ``command``: ``ContainerCannotRun``; not executable:
    ``StartError``) ends ``terminated`` 128 with the reason and is treated like any exit: it
-   backs off and retries under ``OnFailure``/``Always`` and fails the pod under ``Never``;
+   backs off and retries under ``OnFailure``/``Always`` and fails the pod under ``Never``.
+   An image that cannot be had (``StartError.image``: ``ErrImagePull``,
+   ``ErrImageNeverPull``) is not a run: the container only waits with that reason and the
+   runtime's message (then ``ImagePullBackOff``) and is tried again after the back-off
+   whatever the policy, as kubelet does; the pod stays ``Pending``;
 5. phase: ``Pending`` until a container runs, ``Running``, then ``Succeeded`` when every
    container is done with exit code 0, else ``Failed`` (``reason``/``message`` name a
    container that could not start or was lost).
@@ -69,6 +73,7 @@ NO_COMMAND = runtime.NO_COMMAND
 # CreateContainerError) this long, then CrashLoopBackOff for the rest of the back-off: a
 # kubelet shows the error until its next pod sync finds the container backing off.
 SYNC_PERIOD = 1.0
+NEVER_PULL = "ErrImageNeverPull"
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,9 +336,16 @@ class PodRun:
         launch = dataclasses.replace(launch, devices=tuple(devices))
         env = {**launch.env, **self._pool.variables(devices)}
         try:
-            failures = 0
+            failures = pulls = 0
             while not self.stopping:
-                code, ran_for = await self._run_once(container, launch, env, init=init)
+                ran = await self._run_once(container, launch, env, init=init)
+                if ran is None:  # no image: nothing ran, so no restart policy applies
+                    pulls += 1
+                    if await self._pull_backed_off(container, self._settings.backoff.delay(pulls)):
+                        return False
+                    continue
+                code, ran_for = ran
+                pulls = 0
                 if self.stopping or not _restarts(self.pod, code, init=init):
                     return code == 0
                 failures = 1 if ran_for > self._settings.backoff.reset_after else failures + 1
@@ -348,11 +360,7 @@ class PodRun:
                 event = (
                     f"Back-off restarting failed container {container.name} in pod {_pod_id(self)}"
                 )
-                if start_error and start_error.image:  # kubelet backs off pulling instead
-                    event = f'Back-off pulling image "{start_error.image}"'
-                    container.wait("ImagePullBackOff", event)
-                else:
-                    container.wait("CrashLoopBackOff", _backoff_message(self, container, delay))
+                container.wait("CrashLoopBackOff", _backoff_message(self, container, delay))
                 self._event(container.name, "Warning", "BackOff", event)
                 self._changed()
                 if await self._backed_off(delay - shown):
@@ -361,14 +369,37 @@ class PodRun:
         finally:
             self._pool.give_back(devices)
 
+    async def _pull_backed_off(self, container: ContainerState, delay: float) -> bool:
+        """Wait ``delay`` before trying the image again (kubelet's image pull back-off):
+        ``ErrImagePull`` for a sync period, then ``ImagePullBackOff``; ``ErrImageNeverPull``
+        throughout (that one is not backed off by kubelet, only tried again). True when the
+        pod was stopped meanwhile."""
+        failed = self._start_errors[container.name]
+        if failed.reason == NEVER_PULL:
+            return await self._backed_off(delay)
+        shown = min(SYNC_PERIOD, delay)
+        if await self._backed_off(shown):
+            return True
+        message = f'Back-off pulling image "{failed.image}"'
+        container.wait("ImagePullBackOff", message)
+        self._event(container.name, "Normal", "BackOff", message)
+        self._event(container.name, "Warning", "Failed", "Error: ImagePullBackOff")
+        self._changed()
+        return await self._backed_off(delay - shown)
+
     async def _run_once(
         self, container: ContainerState, launch: Launch, env: dict[str, str], *, init: bool
-    ) -> tuple[int, float]:
+    ) -> tuple[int, float] | None:
+        """One run: its exit code and how long it ran; None when its image could not be had
+        (the container was never created)."""
         began = self._clock.now()
         self._start_errors.pop(container.name, None)
         try:
             process = await self._runtime.start(self._target(container), launch, env)
         except StartError as exc:
+            if exc.image:
+                self._pull_failed(container, exc)
+                return None
             return self._start_failed(container, exc), 0.0
         self._processes[container.name] = process
         self._idle.clear()
@@ -409,6 +440,20 @@ class PodRun:
         self._event(container.name, "Warning", "Failed", f"Error: {message}")
         self._changed()
         return CANNOT_RUN_EXIT_CODE
+
+    def _pull_failed(self, container: ContainerState, exc: StartError) -> None:
+        """The container's image could not be pulled (or is absent under ``Never``): kubelet
+        never created the container, so it only waits, with the runtime's message: no run,
+        no ``restartCount``, no ``lastState`` from it (a previous run stays ``lastState``)."""
+        self._start_errors[container.name] = exc
+        container.wait(exc.waiting, str(exc))
+        if exc.reason == NEVER_PULL:
+            self._event(container.name, "Warning", NEVER_PULL, str(exc))
+        else:
+            message = f'Failed to pull image "{exc.image}": {exc}'
+            self._event(container.name, "Warning", "Failed", message)
+        self._event(container.name, "Warning", "Failed", f"Error: {exc.waiting}")
+        self._changed()
 
     def _record(self, container: ContainerState, ended: Termination | None) -> None:
         """Write the run's start or end to the sandbox (what a restarted kubelet reads)."""
@@ -577,13 +622,7 @@ def _pod_id(run: PodRun) -> str:
     return f"{state.name}_{state.namespace}({state.uid})"
 
 
-_EXPLAINED = (
-    "ContainerCannotRun",
-    "StartError",
-    "ErrImagePull",
-    "ErrImageNeverPull",
-    recovery.LOST_REASON,
-)
+_EXPLAINED = ("ContainerCannotRun", "StartError", recovery.LOST_REASON)
 
 
 def _maybe(convert: Callable[[Raw], dict[str, str]], obj: Raw | None) -> dict[str, str] | None:

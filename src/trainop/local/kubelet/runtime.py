@@ -77,7 +77,9 @@ class StartError(Exception):
     def __init__(self, reason: str, waiting: str, message: str, *, image: str = "") -> None:
         super().__init__(message)
         self.reason, self.waiting = reason, waiting
-        self.image = image  # an image that could not be pulled: ImagePullBackOff, not CrashLoop
+        # an image that could not be had (pulled, or present under ``Never``): the container
+        # was never created, so it only waits (``ErrImagePull``, then ``ImagePullBackOff``)
+        self.image = image
 
 
 class Running(Protocol):
