@@ -466,3 +466,42 @@ def test_a_held_gpu_without_a_cdi_spec_fails_naming_the_fix(podman: Path, tmp_pa
     assert "unresolvable CDI devices nvidia.com/gpu=0" in output
     assert "nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml" in output
     assert elapsed < 90
+
+
+LIMITS_JOB = """apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: limits-containers
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: Never
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: localhost/trainop-debian-py:12
+              imagePullPolicy: Never
+              command:
+                - sh
+                - -c
+                - >-
+                  echo memory=$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null
+                  || cat /sys/fs/cgroup/memory.max);
+                  echo cpu=$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null
+                  || cut -d' ' -f1 /sys/fs/cgroup/cpu.max)
+              resources:
+                limits: {memory: 96Mi, cpu: 500m}
+"""
+
+
+def test_a_pods_limits_are_its_containers_cgroup_limits(podman: Path, tmp_path: Path) -> None:
+    """Where podman can use the memory and cpu controllers (here: root, cgroup v1), the
+    container runs under the manifest's limits: 96Mi and half a CPU (50 ms per 100 ms)."""
+    manifest = tmp_path / "limits.yaml"
+    manifest.write_text(LIMITS_JOB)
+    code, output, _ = _run(manifest, "--runtime", "podman", "--timeout", "90")
+    assert code == 0, output
+    assert re.search(rf"^\[master-0\]\s+memory={96 * 1024 * 1024}$", output, re.M), output
+    assert re.search(r"^\[master-0\]\s+cpu=50000$", output, re.M), output

@@ -15,10 +15,18 @@ import pytest
 from trainop.controller.clock import FakeClock
 from trainop.kube.resources import EVENTS
 from trainop.local.kubelet import Backoff, execclient
-from trainop.local.kubelet.runtime import Launch, Running, StartError, Target
+from trainop.local.kubelet.reaper import Reaper
+from trainop.local.kubelet.runtime import (
+    HostRuntime,
+    Launch,
+    Running,
+    StartError,
+    StartWarning,
+    Target,
+)
 
 from .conftest import Site
-from .harness import Local, pod, run_local
+from .harness import Local, pod, py, run_local
 
 MESSAGE = 'failed to pull image "img:1": Error: registry unreachable'
 
@@ -199,3 +207,45 @@ def test_the_gpus_a_container_holds_reach_its_runtime(site: Site) -> None:
         assert runtime.devices == {"two": ("0", "1"), "none": ()}
 
     run_local(site.server, site.logs, site.root, body, gpus=("0", "1"), container_runtime=runtime)
+
+
+class Warns(NoPull):
+    """Host processes whose every start reports a limit it could not set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._reaper: Reaper | None = None
+
+    async def open(self) -> None:
+        self._reaper = Reaper()
+
+    async def close(self) -> None:
+        if self._reaper is not None:
+            self._reaper.close()
+
+    async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
+        assert self._reaper is not None
+        running = await HostRuntime(self._reaper).start(target, launch, env)
+        running.warnings = (StartWarning("ResourceLimitsIgnored", "limits.memory 1Gi ..."),)  # type: ignore[misc]
+        return running
+
+
+def test_what_a_start_could_not_honour_is_a_warning_event_per_start(site: Site) -> None:
+    async def body(env: Local) -> None:
+        await env.create(pod("warned", py("raise SystemExit(1)"), restart_policy="OnFailure"))
+        await env.wait("warned", lambda found: _restarts(found) >= 2)
+        await env.kubelet.drained()
+        events = await env.client.list(EVENTS, namespace=env.namespace)
+        warned = [e for e in events.items if e["reason"] == "ResourceLimitsIgnored"]
+        assert len(warned) == 1  # one Event, counted once per start (the correlator)
+        assert warned[0]["type"] == "Warning"
+        assert warned[0]["message"] == "limits.memory 1Gi ..."
+        assert warned[0]["involvedObject"]["fieldPath"] == "spec.containers{main}"
+        assert warned[0]["count"] >= 2
+
+    run_local(site.server, site.logs, site.root, body, container_runtime=Warns())
+
+
+def _restarts(found: dict[str, Any]) -> int:
+    entries = (found.get("status") or {}).get("containerStatuses") or [{}]
+    return int(entries[0].get("restartCount") or 0)

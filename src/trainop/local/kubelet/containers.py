@@ -13,7 +13,9 @@ container's, SIGTERM to the client is proxied into the container, and after it e
 What the pod resolved is used as a cluster would: the image's entrypoint and cmd combined
 with ``command``/``args`` as kubelet does, ``workingDir``, the pod's env (not the host's), its
 volumes bind-mounted at their real ``mountPath``s (``readOnly`` as ``ro``),
-``imagePullPolicy`` with kubelet's waiting reasons, and the GPUs the run holds as CDI devices
+``imagePullPolicy`` with kubelet's waiting reasons, ``resources.limits`` as ``--memory`` and
+``--cpus`` where podman can use those cgroup controllers (else a ``StartWarning``, a Warning
+Event), and the GPUs the run holds as CDI devices
 (``--device nvidia.com/gpu=<index>``; a held GPU no CDI spec defines is a start error that
 names the fix).
 
@@ -44,7 +46,7 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,7 +55,7 @@ import yaml
 
 from trainop.engine import quantities
 from trainop.local.kubelet import gpus, processes
-from trainop.local.kubelet.runtime import Launch, Running, StartError, Target
+from trainop.local.kubelet.runtime import Launch, Running, StartError, StartWarning, Target
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,7 @@ _CONTAINER_ID = re.compile(r"[0-9a-f]{64}")
 CDI_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
 CDI_FIX = "nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"
 _CDI_SUFFIXES = (".yaml", ".json")
+LIMITS_IGNORED = "ResourceLimitsIgnored"  # the Warning Event's reason (``limits``)
 
 
 def exec_command() -> str:
@@ -181,6 +184,9 @@ class ContainerRuntime:
         self.network = ""  # the session's network, "" for the host's
         self.exec_dir: Path | None = None  # mounted at EXEC_MOUNT (``open`` makes it)
         self._opened = False
+        self._controllers: frozenset[str] | None = None  # ``cgroup_controllers``
+        self._controllers_asked = False
+        self._controllers_lock = asyncio.Lock()
 
     @property
     def exec_socket(self) -> Path | None:
@@ -270,6 +276,7 @@ class ContainerRuntime:
         if not argv:
             raise StartError("ContainerCannotRun", "CreateContainerError", "no command specified")
         check_devices(launch.devices, self._cdi_dirs)
+        controllers = await self.cgroup_controllers()
         name = container_name(self.session, target)
         await self._podman.call("rm", "-f", "-t", "0", name)  # a leftover of an earlier run
         cidfile = self._cidfile(name)
@@ -292,7 +299,22 @@ class ContainerRuntime:
             message = processes.describe_start_error([self._podman.binary], exc)
             raise StartError("StartError", "RunContainerError", message) from exc
         container_id = await _created(process, cidfile)
-        return Container(self._podman, process, name, container_id=container_id, cidfile=cidfile)
+        run = Container(self._podman, process, name, container_id=container_id, cidfile=cidfile)
+        run.warnings = tuple(limits(spec, controllers)[1])
+        return run
+
+    async def cgroup_controllers(self) -> frozenset[str] | None:
+        """The cgroup controllers podman can use on this machine (``podman info``'s
+        ``host.cgroupControllers``), asked once per session; None where it does not say."""
+        async with self._controllers_lock:
+            if not self._controllers_asked:
+                info = await self._podman.json("info", "--format", "json")
+                host = info.get("host") if isinstance(info, dict) else None
+                found = host.get("cgroupControllers") if isinstance(host, dict) else None
+                if isinstance(found, list):
+                    self._controllers = frozenset(str(c) for c in found)
+                self._controllers_asked = True
+        return self._controllers
 
     def _cidfile(self, name: str) -> Path:
         """Where ``podman run --cidfile`` writes the container's id (none there yet)."""
@@ -337,7 +359,8 @@ class ContainerRuntime:
             words += ["--mount", f"type=bind,source={self.exec_dir},destination={EXEC_MOUNT}"]
             words += ["--env", f"TRAINOP_EXEC_ADDRESS={EXEC_MOUNT}/{EXEC_SOCKET}"]
             words += ["--env", f"TRAINOP_NAMESPACE={target.namespace}"]
-        return [*words, *limits(launch.spec), *device_options(launch.devices)]
+        limited = limits(launch.spec, self._controllers)[0]
+        return [*words, *limited, *device_options(launch.devices)]
 
     async def _ensure_image(self, image: str, policy: str) -> None:
         present = (await self._podman.call("image", "exists", image)).code == 0
@@ -363,6 +386,8 @@ class ContainerRuntime:
 
 class Container:
     """One container run: the foreground ``podman run`` client and the container's name."""
+
+    warnings: tuple[StartWarning, ...] = ()  # limits this start could not set (``limits``)
 
     def __init__(
         self,
@@ -454,17 +479,34 @@ def combine(config: Mapping[str, Any], *, command: Sequence[str], args: Sequence
     return [*entrypoint, *(args or cmd)]
 
 
-def limits(spec: Mapping[str, Any]) -> list[str]:
-    """``--memory`` (bytes) and ``--cpus`` from ``resources.limits`` (where set and valid)."""
+def limits(
+    spec: Mapping[str, Any], controllers: Collection[str] | None = None
+) -> tuple[list[str], list[StartWarning]]:
+    """``--memory`` (bytes) and ``--cpus`` from ``resources.limits`` (where set and valid),
+    for the cgroup controllers podman can use (``controllers``; None: unknown, every flag);
+    a limit whose controller is missing is left out and is a warning instead (podman would
+    refuse to start the container: rootless cgroup v2 without delegation, cgroup v1 without
+    that hierarchy)."""
     given = (spec.get("resources") or {}).get("limits") or {}
-    words = []
+    words: list[str] = []
+    warnings: list[StartWarning] = []
     for key, flag in (("memory", "--memory"), ("cpu", "--cpus")):
         if key not in given:
             continue
         amount = quantities.parse(given[key]).amount  # zero when not a quantity: no limit
-        if amount > 0:
-            words += [flag, str(int(amount)) if key == "memory" else f"{amount:f}"]
-    return words
+        if amount <= 0:
+            continue
+        if controllers is not None and key not in controllers:  # the controller's name
+            usable = ", ".join(sorted(controllers)) or "none"
+            message = (
+                f"limits.{key} {given[key]} is not applied: podman cannot use the cgroup {key} "
+                f"controller on this machine (usable controllers: {usable}); the container "
+                "runs without this limit"
+            )
+            warnings.append(StartWarning(LIMITS_IGNORED, message))
+            continue
+        words += [flag, str(int(amount)) if key == "memory" else f"{amount:f}"]
+    return words, warnings
 
 
 # --- GPUs as CDI devices ------------------------------------------------------------------

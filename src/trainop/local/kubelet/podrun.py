@@ -407,6 +407,8 @@ class PodRun:
         self._record(container, None)
         self._event(container.name, "Normal", "Created", f"Created container {container.name}")
         self._event(container.name, "Normal", "Started", f"Started container {container.name}")
+        for warning in process.warnings:  # what the runtime could not honour in this start
+            self._event(container.name, "Warning", warning.reason, warning.message)
         if self.state.phase == "Pending" and not init:
             self.state.phase = "Running"
         self._changed()

@@ -82,6 +82,15 @@ class StartError(Exception):
         self.image = image
 
 
+@dataclass(frozen=True, slots=True)
+class StartWarning:
+    """Something a runtime could not honour in a start that went ahead anyway (a limit the
+    machine cannot set): ``podrun`` records it as a ``Warning`` Event on the pod."""
+
+    reason: str
+    message: str
+
+
 class Running(Protocol):
     """One started container run."""
 
@@ -122,6 +131,11 @@ class Running(Protocol):
         place it in (0: a new one)."""
         ...
 
+    @property
+    def warnings(self) -> tuple[StartWarning, ...]:
+        """What this start could not honour (each a ``Warning`` Event, once per start)."""
+        ...
+
 
 class Runtime(Protocol):
     """Starts container runs (see the module docstring)."""
@@ -147,6 +161,8 @@ class Runtime(Protocol):
 
 class HostProcess:
     """A container run as a host process group."""
+
+    warnings: tuple[StartWarning, ...] = ()  # a host process honours what it is given
 
     def __init__(
         self,

@@ -60,10 +60,30 @@ def test_volume_mounts_bind_the_sandbox_directories_at_their_mount_paths(tmp_pat
     ]
 
 
+LIMITED = {"resources": {"limits": {"memory": "64Mi", "cpu": "1500m", "nvidia.com/gpu": 1}}}
+
+
 def test_resource_limits_become_container_limits() -> None:
-    spec = {"resources": {"limits": {"memory": "64Mi", "cpu": "1500m", "nvidia.com/gpu": 1}}}
-    assert containers.limits(spec) == ["--memory", "67108864", "--cpus", "1.500"]
-    assert containers.limits({"resources": {"requests": {"cpu": "1"}}}) == []
+    both = ["--memory", "67108864", "--cpus", "1.500"]
+    assert containers.limits(LIMITED) == (both, [])  # controllers unknown: every flag
+    assert containers.limits(LIMITED, {"cpu", "memory", "pids"}) == (both, [])
+    assert containers.limits({"resources": {"requests": {"cpu": "1"}}}) == ([], [])
+
+
+def test_a_limit_whose_cgroup_controller_is_missing_is_a_warning_not_a_flag() -> None:
+    words, warnings = containers.limits(LIMITED, {"cpu", "pids"})
+    assert words == ["--cpus", "1.500"]
+    assert [w.reason for w in warnings] == ["ResourceLimitsIgnored"]
+    assert warnings[0].message == (
+        "limits.memory 64Mi is not applied: podman cannot use the cgroup memory controller "
+        "on this machine (usable controllers: cpu, pids); the container runs without this limit"
+    )
+    words, warnings = containers.limits(LIMITED, set())
+    assert words == []
+    assert [w.message.split(" is ")[0] for w in warnings] == [
+        "limits.memory 64Mi",
+        "limits.cpu 1500m",
+    ]
 
 
 def _launch(tmp_path: Path, spec: dict[str, object], **more: object) -> Launch:
@@ -338,3 +358,41 @@ def test_start_checks_the_cdi_specs_before_it_runs_anything(tmp_path: Path) -> N
     assert asyncio.run(started()) == 3  # the fake's container ran
     run = next(line for line in log.read_text().splitlines() if " run " in f" {line} ")
     assert "--device nvidia.com/gpu=0 " in run
+
+
+# --- cgroup limits where podman can set them -------------------------------------------------
+
+INFO = """#!/bin/sh
+printf '%s\\n' "$*" >> "{log}"
+case "$*" in
+  *"cgroupfs info "*) echo '{{"host": {{"cgroupControllers": ["cpu", "pids"]}}}}' ;;
+  *"image inspect"*) echo '[{{"Config": {{"Entrypoint": ["python3"]}}}}]' ;;
+esac
+"""
+
+
+def test_start_asks_podman_once_which_controllers_it_can_use_and_warns_per_start(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "calls.log"
+    binary = tmp_path / "podman"
+    binary.write_text(INFO.format(log=log))
+    binary.chmod(stat.S_IRWXU)
+    podman = containers.Podman(tmp_path / "state", binary=str(binary))
+    runtime = containers.ContainerRuntime(podman, session="s7")
+    launch = _launch(tmp_path, {"name": "c", "image": "img:1", **LIMITED})
+
+    async def two_starts() -> list[tuple[str, ...]]:
+        found = []
+        for _ in range(2):
+            running = await runtime.start(TARGET, launch, {})
+            await running.wait()
+            found.append(tuple(w.reason for w in running.warnings))
+        return found
+
+    assert asyncio.run(two_starts()) == [("ResourceLimitsIgnored",)] * 2
+    calls = log.read_text().splitlines()
+    assert sum(" info " in f" {line} " for line in calls) == 1  # learned once per session
+    runs = [line for line in calls if " run " in f" {line} "]
+    assert len(runs) == 2
+    assert all("--cpus 1.500" in run and "--memory" not in run for run in runs)
