@@ -15,7 +15,6 @@ object with one of the job's names that another controller owns is never used: W
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +27,7 @@ from trainop.api.types import JobStatus
 from trainop.controller.clock import Clock
 from trainop.controller.events import EventRecorder
 from trainop.controller.metrics import Metrics
-from trainop.controller.reconciler import Result
+from trainop.controller.reconciler import Result, replace_status, send_child_action
 from trainop.controller.sshkeys import new_key_pair
 from trainop.engine import mpi_v2beta1 as engine
 from trainop.engine.actions import Action, Create, Delete, Event, Update
@@ -247,17 +246,8 @@ class V2Beta1Reconciler:
 
     async def _apply(self, raw: Obj, action: Action, namespace: str) -> None:
         try:
-            if isinstance(action, Create):
-                resource = resource_for(api_version=action.body["apiVersion"], kind=action.kind)
-                await self._client.create(resource, action.body, namespace=namespace)
-            elif isinstance(action, Update):
-                resource = resource_for(api_version=action.body["apiVersion"], kind=action.kind)
-                await self._client.patch(
-                    resource, name=action.name, namespace=namespace, patch=action.body
-                )
-            elif isinstance(action, Delete):
-                resource = resource_for(api_version=action.api_version, kind=action.kind)
-                await self._client.delete(resource, name=action.name, namespace=namespace)
+            if isinstance(action, Create | Update | Delete):  # the engine plans no DeleteJob
+                await send_child_action(self._client, action, namespace)
         except (errors.AlreadyExistsError, errors.NotFoundError):
             return  # created by an earlier pass whose view was stale; deleting what is gone
         except errors.ApiError as exc:
@@ -269,14 +259,7 @@ class V2Beta1Reconciler:
         old = job.status or JobStatus()
         if status == old:
             return
-        body = copy.deepcopy(raw)
-        body["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
-        await self._client.replace(
-            job_resource(MPIJOB),
-            body,
-            namespace=raw["metadata"].get("namespace"),
-            subresource="status",
-        )
+        await replace_status(self._client, job_resource(MPIJOB), raw, status)
         namespace = str(raw["metadata"].get("namespace") or "")
         if self._metrics is not None:
             self._metrics.count_transitions(

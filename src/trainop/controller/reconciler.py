@@ -43,7 +43,7 @@ from trainop.frameworks.base import Framework
 from trainop.frameworks.topology import Topology
 from trainop.kube.client import Client, Obj
 from trainop.kube.informer import Informer
-from trainop.kube.resources import job_resource, resource_for
+from trainop.kube.resources import Resource, job_resource, resource_for
 
 # Jobs with more replicas than this are planned in a worker thread (``JobReconciler._plan``).
 OFFLOAD_REPLICAS = 64
@@ -228,37 +228,21 @@ class JobReconciler:
             await self._record(job, action.outcome_event())
 
     async def _send(self, job: Obj, action: Action, namespace: str | None) -> None:
-        if isinstance(action, Create):
-            resource = resource_for(api_version=action.body["apiVersion"], kind=action.kind)
-            await self._client.create(resource, action.body, namespace=namespace)
-        elif isinstance(action, Update):
-            resource = resource_for(api_version=action.body["apiVersion"], kind=action.kind)
-            await self._client.patch(
-                resource, name=action.name, namespace=namespace, patch=action.body
-            )
-        elif isinstance(action, Delete):
-            resource = resource_for(api_version=action.api_version, kind=action.kind)
-            await self._client.delete(resource, name=action.name, namespace=namespace)
-        else:
+        if isinstance(action, DeleteJob):
             await self._client.delete(
                 job_resource(self._info),
                 name=action.name,
                 namespace=namespace,
                 preconditions_uid=str(job["metadata"].get("uid", "")),
             )
+        else:
+            await send_child_action(self._client, action, namespace)
 
     async def _write_status(self, raw: Obj, job: Job, status: JobStatus) -> None:
         old = job.status or JobStatus()
         if status == old:
             return
-        body = copy.deepcopy(raw)
-        body["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
-        await self._client.replace(
-            job_resource(self._info),
-            body,
-            namespace=raw["metadata"].get("namespace"),
-            subresource="status",
-        )
+        await replace_status(self._client, job_resource(self._info), raw, status)
         self.status_writes += 1
         self._metrics.count_transitions(
             namespace=raw["metadata"].get("namespace", ""),
@@ -269,3 +253,28 @@ class JobReconciler:
 
     async def _record(self, job: Obj, event: Event) -> None:
         await self._recorder.record(job, event, component=self._info.controller_name)
+
+
+async def send_child_action(
+    client: Client, action: Create | Update | Delete, namespace: str | None
+) -> None:
+    """Sends one action on a job's child object: create it, merge-patch it (``Update``) or
+    delete it. Errors are the caller's to handle."""
+    if isinstance(action, Create):
+        resource = resource_for(api_version=action.body["apiVersion"], kind=action.kind)
+        await client.create(resource, action.body, namespace=namespace)
+    elif isinstance(action, Update):
+        resource = resource_for(api_version=action.body["apiVersion"], kind=action.kind)
+        await client.patch(resource, name=action.name, namespace=namespace, patch=action.body)
+    else:
+        resource = resource_for(api_version=action.api_version, kind=action.kind)
+        await client.delete(resource, name=action.name, namespace=namespace)
+
+
+async def replace_status(client: Client, resource: Resource, raw: Obj, status: JobStatus) -> None:
+    """Writes ``status`` through the status subresource of the job ``raw`` (of ``resource``)."""
+    body = copy.deepcopy(raw)
+    body["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+    await client.replace(
+        resource, body, namespace=raw["metadata"].get("namespace"), subresource="status"
+    )
