@@ -120,6 +120,7 @@ class Podman:
         self.state_dir = state_dir
         self.binary = binary
         self.conf = state_dir / "containers.conf"
+        self._info: Any = None  # ``info``
 
     def write_conf(self) -> None:
         self.workdir()
@@ -149,6 +150,12 @@ class Podman:
         out, err = await process.communicate()
         assert process.returncode is not None
         return Reply(process.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+
+    async def info(self) -> Any:
+        """``podman info --format json`` (None when it fails), asked until it answers once."""
+        if self._info is None:
+            self._info = await self.json("info", "--format", "json")
+        return self._info
 
     async def json(self, *words: str) -> Any:
         """The JSON a call printed (None when it failed or printed nothing)."""
@@ -308,7 +315,7 @@ class ContainerRuntime:
         ``host.cgroupControllers``), asked once per session; None where it does not say."""
         async with self._controllers_lock:
             if not self._controllers_asked:
-                info = await self._podman.json("info", "--format", "json")
+                info = await self._podman.info()  # ``works`` asked already, as a rule
                 host = info.get("host") if isinstance(info, dict) else None
                 found = host.get("cgroupControllers") if isinstance(host, dict) else None
                 if isinstance(found, list):
@@ -627,7 +634,7 @@ async def works(podman: Podman) -> bool:
     if not available(podman.binary):
         return False
     podman.write_conf()
-    return await podman.json("info", "--format", "json") is not None
+    return await podman.info() is not None
 
 
 def container_name(session: str, target: Target) -> str:

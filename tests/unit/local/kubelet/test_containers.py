@@ -383,6 +383,7 @@ def test_start_asks_podman_once_which_controllers_it_can_use_and_warns_per_start
     launch = _launch(tmp_path, {"name": "c", "image": "img:1", **LIMITED})
 
     async def two_starts() -> list[tuple[str, ...]]:
+        assert await containers.works(podman)  # what runtimes.choose asks first
         found = []
         for _ in range(2):
             running = await runtime.start(TARGET, launch, {})
@@ -392,7 +393,7 @@ def test_start_asks_podman_once_which_controllers_it_can_use_and_warns_per_start
 
     assert asyncio.run(two_starts()) == [("ResourceLimitsIgnored",)] * 2
     calls = log.read_text().splitlines()
-    assert sum(" info " in f" {line} " for line in calls) == 1  # learned once per session
+    assert sum(" info " in f" {line} " for line in calls) == 1  # asked once per session
     runs = [line for line in calls if " run " in f" {line} "]
     assert len(runs) == 2
     assert all("--cpus 1.500" in run and "--memory" not in run for run in runs)
