@@ -59,19 +59,26 @@ class ResourceType:
         return "status" in self.subresources
 
 
-def _core(
+def _builtin(
     plural: str,
     kind: str,
     *,
+    group: str = "",
+    version: str = "v1",
     namespaced: bool = True,
     short: tuple[str, ...] = (),
     sub: tuple[str, ...] = (),
     fields: tuple[str, ...] = META_FIELDS,
     returns_deleted: bool = False,
+    verbs: tuple[str, ...] = ALL_VERBS,
+    unserved: str = "",
 ) -> ResourceType:
+    """A built-in kind (core/v1 unless ``group``/``version`` say otherwise), validated by the
+    definition kubernetes-validate names after the group's first label, the version and kind."""
+    api = group.split(".")[0] or "core"
     return ResourceType(
-        group="",
-        version="v1",
+        group=group,
+        version=version,
         plural=plural,
         singular=kind.lower(),
         kind=kind,
@@ -79,8 +86,10 @@ def _core(
         short_names=short,
         subresources=sub,
         field_labels=fields,
-        definition=f"io.k8s.api.core.v1.{kind}",
+        definition=f"io.k8s.api.{api}.{version}.{kind}",
         returns_deleted_object=returns_deleted,
+        verbs=verbs,
+        unserved=unserved,
     )
 
 
@@ -98,7 +107,7 @@ EVENT_FIELDS = (
 )
 
 BUILTIN: tuple[ResourceType, ...] = (
-    _core(
+    _builtin(
         "namespaces",
         "Namespace",
         namespaced=False,
@@ -107,7 +116,7 @@ BUILTIN: tuple[ResourceType, ...] = (
         fields=("metadata.name", "status.phase"),
         returns_deleted=True,
     ),
-    _core(
+    _builtin(
         "pods",
         "Pod",
         short=("po",),
@@ -115,7 +124,7 @@ BUILTIN: tuple[ResourceType, ...] = (
         fields=POD_FIELDS,
         returns_deleted=True,
     ),
-    _core(
+    _builtin(
         "nodes",
         "Node",
         namespaced=False,
@@ -123,28 +132,23 @@ BUILTIN: tuple[ResourceType, ...] = (
         sub=("status",),
         fields=("metadata.name", "spec.unschedulable"),
     ),
-    _core("services", "Service", short=("svc",), sub=("status",), returns_deleted=True),
-    _core("endpoints", "Endpoints", short=("ep",)),
-    _core("configmaps", "ConfigMap", short=("cm",)),
-    _core("secrets", "Secret", fields=(*META_FIELDS, "type")),
-    _core("serviceaccounts", "ServiceAccount", short=("sa",), sub=("token",)),
-    _core(
+    _builtin("services", "Service", short=("svc",), sub=("status",), returns_deleted=True),
+    _builtin("endpoints", "Endpoints", short=("ep",)),
+    _builtin("configmaps", "ConfigMap", short=("cm",)),
+    _builtin("secrets", "Secret", fields=(*META_FIELDS, "type")),
+    _builtin("serviceaccounts", "ServiceAccount", short=("sa",), sub=("token",)),
+    _builtin(
         "events",
         "Event",
         short=("ev",),
         fields=EVENT_FIELDS,
     ),
-    ResourceType(
+    _builtin(
+        "events",
+        "Event",
         group="events.k8s.io",
-        version="v1",
-        plural="events",
-        singular="event",
-        kind="Event",
-        namespaced=True,
-        short_names=("ev",),
-        definition="io.k8s.api.events.v1.Event",
-        strategic_merge=True,
-        field_labels=(
+        short=("ev",),
+        fields=(
             *META_FIELDS,
             *(f"regarding.{f}" for f in _INVOLVED),
             "reason",
@@ -152,51 +156,23 @@ BUILTIN: tuple[ResourceType, ...] = (
             "type",
         ),
     ),
-    ResourceType(
-        group="coordination.k8s.io",
-        version="v1",
-        plural="leases",
-        singular="lease",
-        kind="Lease",
-        namespaced=True,
-        definition="io.k8s.api.coordination.v1.Lease",
-    ),
-    ResourceType(
+    _builtin("leases", "Lease", group="coordination.k8s.io"),
+    _builtin(
+        "horizontalpodautoscalers",
+        "HorizontalPodAutoscaler",
         group="autoscaling",
         version="v2",
-        plural="horizontalpodautoscalers",
-        singular="horizontalpodautoscaler",
-        kind="HorizontalPodAutoscaler",
-        namespaced=True,
-        short_names=("hpa",),
-        subresources=("status",),
-        definition="io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler",
+        short=("hpa",),
+        sub=("status",),
     ),
     # batch/v1 Jobs run: local mode has the part of the Job controller an MPIJob v2beta1
     # launcher needs (``local.jobcontroller``: one pod at a time to one success).
-    ResourceType(
-        group="batch",
-        version="v1",
-        plural="jobs",
-        singular="job",
-        kind="Job",
-        namespaced=True,
-        subresources=("status",),
-        definition="io.k8s.api.batch.v1.Job",
-    ),
+    _builtin("jobs", "Job", group="batch", sub=("status",)),
     # Stored as data only: local mode enforces no RBAC and calls no admission webhooks (its
     # rules run in-process), so applying an install manifest's RBAC and webhook configuration
     # changes nothing about what any client may do; they are served so that it applies.
     *(
-        ResourceType(
-            group=group,
-            version="v1",
-            plural=f"{kind.lower()}s",
-            singular=kind.lower(),
-            kind=kind,
-            namespaced=namespaced,
-            definition=f"io.k8s.api.{group.split('.')[0]}.v1.{kind}",
-        )
+        _builtin(f"{kind.lower()}s", kind, group=group, namespaced=namespaced)
         for group, kind, namespaced in (
             ("rbac.authorization.k8s.io", "Role", True),
             ("rbac.authorization.k8s.io", "RoleBinding", True),
@@ -207,16 +183,7 @@ BUILTIN: tuple[ResourceType, ...] = (
         )
     ),
     *(
-        ResourceType(
-            group=group,
-            version="v1",
-            plural=f"{kind.lower()}s",
-            singular=kind.lower(),
-            kind=kind,
-            namespaced=False,
-            definition=f"io.k8s.api.{group.split('.')[0]}.v1.{kind}",
-            verbs=("create",),
-        )
+        _builtin(f"{kind.lower()}s", kind, group=group, namespaced=False, verbs=("create",))
         for group, kind in (
             ("authorization.k8s.io", "SelfSubjectAccessReview"),
             ("authorization.k8s.io", "SelfSubjectRulesReview"),
@@ -240,15 +207,11 @@ BUILTIN: tuple[ResourceType, ...] = (
 
 
 def _unserved(kind: str, short: tuple[str, ...], group: str = "apps") -> ResourceType:
-    return ResourceType(
+    return _builtin(
+        f"{kind.lower()}s",
+        kind,
         group=group,
-        version="v1",
-        plural=f"{kind.lower()}s",
-        singular=kind.lower(),
-        kind=kind,
-        namespaced=True,
-        short_names=short,
-        definition=f"io.k8s.api.{group}.v1.{kind}",
+        short=short,
         unserved=(
             f"{kind}s are not served in local mode: trainop local runs the training operator "
             f"itself and has no controller that would run a {kind}'s pods (the other objects "
