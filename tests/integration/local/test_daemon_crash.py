@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from tests.integration.controller.operator_process import until
+from tests.integration.local.conftest import trainop
 
 BLOCKING = """
 import os, sys, time
@@ -36,18 +34,6 @@ deadline = time.monotonic() + 120
 while not os.path.exists(go) and time.monotonic() < deadline:
     time.sleep(0.05)
 """
-
-
-def trainop(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "trainop.cli.main", "local", *args, "--state-dir", str(state)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> Iterator[Path]:
-    directory = tmp_path / "local"
-    yield directory
-    trainop(directory, "down")
 
 
 def job(name: str, policy: str, markers: Path) -> dict[str, Any]:

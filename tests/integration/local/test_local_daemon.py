@@ -4,27 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from tests.integration.controller.operator_process import until
+from tests.integration.local.conftest import trainop
 from tests.integration.local.test_trainop_run import job, py
-
-
-def trainop(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "trainop.cli.main", "local", *args, "--state-dir", str(state)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> Iterator[Path]:
-    directory = tmp_path / "local"
-    yield directory
-    trainop(directory, "down")
 
 
 def api(state: Path) -> k8s.ApiClient:

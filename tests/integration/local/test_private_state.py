@@ -26,7 +26,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from tests.integration.controller.operator_process import until
-from tests.integration.local.test_local_daemon import trainop
+from tests.integration.local.conftest import trainop
 from tests.integration.local.test_trainop_run import job, py
 
 OTHER = "trainop-other"

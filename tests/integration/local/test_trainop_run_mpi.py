@@ -23,6 +23,26 @@ while read -r host slots; do echo "hostfile: $host $slots"; done < "$OMPI_MCA_or
 """
 
 
+def two_worker_mpi_job(
+    api_version: str, name: str, launcher: dict[str, Any], worker: dict[str, Any]
+) -> dict[str, Any]:
+    """An MPIJob (``api_version``) of one launcher and two workers of two slots each, with
+    these containers; cleanPodPolicy Running. The v2beta1 test builds its job here too."""
+    return {
+        "apiVersion": api_version,
+        "kind": "MPIJob",
+        "metadata": {"name": name},
+        "spec": {
+            "slotsPerWorker": 2,
+            "runPolicy": {"cleanPodPolicy": "Running"},
+            "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, "template": {"spec": {"containers": [launcher]}}},
+                "Worker": {"replicas": 2, "template": {"spec": {"containers": [worker]}}},
+            },
+        },
+    }
+
+
 def mpi_job(name: str, launcher: list[str]) -> dict[str, Any]:
     worker = {
         "name": "mpi",
@@ -30,26 +50,8 @@ def mpi_job(name: str, launcher: list[str]) -> dict[str, Any]:
         "env": [{"name": "GREETING", "value": "hello from the worker"}],
         "workingDir": "/scratch",
     }
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MPIJob",
-        "metadata": {"name": name},
-        "spec": {
-            "slotsPerWorker": 2,
-            "runPolicy": {"cleanPodPolicy": "Running"},
-            "mpiReplicaSpecs": {
-                "Launcher": {
-                    "replicas": 1,
-                    "template": {
-                        "spec": {
-                            "containers": [{"name": "mpi", "image": "mpi:1", "command": launcher}]
-                        }
-                    },
-                },
-                "Worker": {"replicas": 2, "template": {"spec": {"containers": [worker]}}},
-            },
-        },
-    }
+    launcher_container = {"name": "mpi", "image": "mpi:1", "command": launcher}
+    return two_worker_mpi_job("kubeflow.org/v1", name, launcher_container, worker)
 
 
 def test_the_rsh_agent_runs_the_command_in_the_named_worker_pod(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.integration.local.test_trainop_run import finish, start
+from tests.integration.local.test_trainop_run_mpi import two_worker_mpi_job
 
 SCRIPT = """\
 host=$(sed -n 2p "$OMPI_MCA_orte_default_hostfile" | cut -d' ' -f1)
@@ -26,19 +27,7 @@ ls "$(dirname "$OMPI_MCA_orte_default_hostfile")"
 def v2_job(name: str) -> dict[str, Any]:
     worker = {"name": "mpi", "image": "mpi:1", "command": ["sleep", "365d"]}
     launcher = {"name": "mpi", "image": "mpi:1", "command": ["/bin/sh", "-c", SCRIPT]}
-    return {
-        "apiVersion": "kubeflow.org/v2beta1",
-        "kind": "MPIJob",
-        "metadata": {"name": name},
-        "spec": {
-            "slotsPerWorker": 2,
-            "runPolicy": {"cleanPodPolicy": "Running"},
-            "mpiReplicaSpecs": {
-                "Launcher": {"replicas": 1, "template": {"spec": {"containers": [launcher]}}},
-                "Worker": {"replicas": 2, "template": {"spec": {"containers": [worker]}}},
-            },
-        },
-    }
+    return two_worker_mpi_job("kubeflow.org/v2beta1", name, launcher, worker)
 
 
 def test_the_launcher_job_reaches_a_worker_by_its_fqdn(tmp_path: Path) -> None:
