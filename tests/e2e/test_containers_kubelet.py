@@ -1,6 +1,6 @@
 """The kubelet with the Podman runtime, driven directly (the integration harness): the
 status's ``containerID`` is Podman's id of the run, and ``attach -i`` reaches a container's
-stdin as it does a process's (note 095).
+stdin (a pipe, or a terminal with ``tty``) as it does a process's (note 095).
 
 Uses ``localhost/trainop-debian-py:12`` from ``make container-images``; skipped, with the
 reason, where podman or that image is missing. Containers share the host's network here (no
@@ -23,6 +23,7 @@ import pytest
 
 from tests.integration.kubelet.conftest import Site, site  # noqa: F401  (the fixture)
 from tests.integration.kubelet.harness import Local, pod, run_local
+from tests.integration.kubelet.test_exec import _attach
 from trainop.local.kubelet.containers import SESSION_LABEL, ContainerRuntime, Podman
 
 IMAGE = "localhost/trainop-debian-py:12"
@@ -78,5 +79,76 @@ def test_the_container_id_is_podmans_id_of_the_run(
         terminated = ended["status"]["containerStatuses"][0]["state"]["terminated"]
         assert (terminated["exitCode"], terminated["containerID"]) == (137, shown)
         assert ended["status"]["containerStatuses"][0]["containerID"] == shown
+
+    run_local(site.server, site.logs, site.root, body, container_runtime=runtime)
+
+
+async def _log(env: Local, name: str) -> list[str]:
+    lines = env.client.stream_log(name=name, namespace=env.namespace)
+    return [line async for line in lines]
+
+
+def test_attach_writes_to_a_containers_stdin_and_stdin_once_ends_it(
+    site: Site,  # noqa: F811
+    runtime: ContainerRuntime,
+) -> None:
+    """``podman run -i`` with a pipe: the kubelet keeps its write end, ``attach -i`` gets a
+    copy (the same path as for a host process), ``stdinOnce`` closes it after the attach."""
+    reads = _sh("read line; echo got:$line; cat; echo eof", stdin=True, stdinOnce=True)
+
+    async def body(env: Local) -> None:
+        await env.create(pod("once", reads))
+        await env.wait("once", lambda p: "running" in str(p.get("status")))
+        address = env.kubelet.exec_address
+        conn, answer, fd = await asyncio.to_thread(_attach, address, env.namespace, "once")
+        assert answer == {"attached": True}
+        os.write(fd, b"hello from attach\nmore\n")
+        os.close(fd)
+        conn.close()  # stdinOnce: the kubelet closes its end, podman the container's stdin
+        ended = await env.phase("once", "Succeeded", "Failed")
+        terminated = ended["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert (ended["status"]["phase"], terminated["exitCode"]) == ("Succeeded", 0)
+        assert await _log(env, "once") == ["got:hello from attach", "more", "eof"]
+        conn, answer, fd = await asyncio.to_thread(_attach, address, env.namespace, "once")
+        conn.close()
+        assert fd == -1
+        assert "not running" in str(answer.get("error")), answer
+
+    run_local(site.server, site.logs, site.root, body, container_runtime=runtime)
+
+
+def test_a_tty_container_reads_its_terminal_and_stdin_once_keeps_it_open(
+    site: Site,  # noqa: F811
+    runtime: ContainerRuntime,
+) -> None:
+    """``tty: true``: ``podman run -i -t`` on a pseudo terminal the kubelet made; the
+    container's stdio is a terminal, and (containerd's rule) stdinOnce does not close it: a
+    second attach completes the line the first began."""
+    line = (
+        "import os, sys\nsys.exit(len(sys.stdin.readline()) + 10 * all(map(os.isatty, (0, 1, 2))))"
+    )
+    tty = {
+        "name": "main",
+        "image": IMAGE,
+        "command": ["python3", "-c", line],
+        "stdin": True,
+        "stdinOnce": True,
+        "tty": True,
+    }
+
+    async def body(env: Local) -> None:
+        await env.create(pod("tty", tty))
+        await env.wait("tty", lambda p: "running" in str(p.get("status")))
+        for part in (b"ab", b"c\n"):
+            conn, answer, fd = await asyncio.to_thread(
+                _attach, env.kubelet.exec_address, env.namespace, "tty"
+            )
+            assert answer == {"attached": True}
+            os.write(fd, part)
+            os.close(fd)
+            conn.close()
+        ended = await env.phase("tty", "Failed")
+        assert ended["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 14
+        assert "abc" in "".join(await _log(env, "tty"))  # the terminal's echo, in the log
 
     run_local(site.server, site.logs, site.root, body, container_runtime=runtime)

@@ -9,7 +9,9 @@ is empty (the default ulimits and crun fail on these machines).
 One run of a container is ``podman run`` in the foreground (no ``--rm``): its output is the
 container's, SIGTERM to the client is proxied into the container, and after it ends
 ``podman inspect`` gives the exit code and ``OOMKilled``; the container is then removed.
-``--cidfile`` gives the run's id (``podman://<id>``, the status's ``containerID``).
+``--cidfile`` gives the run's id (``podman://<id>``, the status's ``containerID``). The
+client's stdio is ``runtime.Stdio``'s: with ``stdin``/``tty`` it runs ``--interactive``
+(``--tty``) on the kubelet's pipe or terminal, so ``attach -i`` works as for a process.
 What the pod resolved is used as a cluster would: the image's entrypoint and cmd combined
 with ``command``/``args`` as kubelet does, ``workingDir``, the pod's env (not the host's), its
 volumes bind-mounted at their real ``mountPath``s (``readOnly`` as ``ro``),
@@ -55,7 +57,15 @@ import yaml
 
 from trainop.engine import quantities
 from trainop.local.kubelet import gpus, processes
-from trainop.local.kubelet.runtime import Launch, Running, StartError, StartWarning, Target
+from trainop.local.kubelet.runtime import (
+    Launch,
+    Running,
+    StartError,
+    StartWarning,
+    Stdio,
+    StdioRun,
+    Target,
+)
 
 log = logging.getLogger(__name__)
 
@@ -287,26 +297,41 @@ class ContainerRuntime:
         name = container_name(self.session, target)
         await self._podman.call("rm", "-f", "-t", "0", name)  # a leftover of an earlier run
         cidfile = self._cidfile(name)
+        stdio = Stdio(spec)  # the client relays it: ``-i`` a pipe, ``-i -t`` a terminal
         words = [
             *self._run_options(target, launch, name),
+            *(["--interactive"] if stdio.stdin else []),
+            *(["--tty"] if stdio.tty else []),
             "--cidfile",
             str(cidfile),
             "--entrypoint",
             json.dumps(argv),
             image,
         ]
+        stdin, stdout, stderr = stdio.streams()
         try:
             process = await processes.start(
                 self._podman.argv(*words),
                 env=self._podman.env(launch.pod_env),
                 cwd=self._podman.workdir(),
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
                 process_group=0,
             )
         except OSError as exc:
+            stdio.failed()
             message = processes.describe_start_error([self._podman.binary], exc)
             raise StartError("StartError", "RunContainerError", message) from exc
-        container_id = await _created(process, cidfile)
-        run = Container(self._podman, process, name, container_id=container_id, cidfile=cidfile)
+        try:
+            container_id = await _created(process, cidfile)
+        except BaseException:
+            stdio.failed()
+            processes.signal_group(process.pid, signal.SIGKILL)
+            raise
+        run = Container(
+            self._podman, process, name, stdio, container_id=container_id, cidfile=cidfile
+        )
         run.warnings = tuple(limits(spec, controllers)[1])
         return run
 
@@ -391,8 +416,9 @@ class ContainerRuntime:
         return config if isinstance(config, dict) else {}
 
 
-class Container:
-    """One container run: the foreground ``podman run`` client and the container's name."""
+class Container(StdioRun):
+    """One container run: the foreground ``podman run`` client (its pid, its stdio: the
+    container's, relayed) and the container's name."""
 
     warnings: tuple[StartWarning, ...] = ()  # limits this start could not set (``limits``)
 
@@ -401,50 +427,39 @@ class Container:
         podman: Podman,
         client: asyncio.subprocess.Process,
         name: str,
+        stdio: Stdio,
         *,
         container_id: str = "",
         cidfile: Path | None = None,
     ) -> None:
-        self._podman, self._client, self.name = podman, client, name
+        super().__init__(client, stdio)
+        self._podman, self.name = podman, name
         self.container_id = f"podman://{container_id}" if container_id else ""
         self._cidfile = cidfile
         self._state: Mapping[str, Any] = {}
         self._oom_before = processes.oom_kills()
 
-    @property
-    def pid(self) -> int:
-        return self._client.pid
-
-    @property
-    def stdout(self) -> asyncio.StreamReader:
-        assert self._client.stdout is not None
-        return self._client.stdout
-
-    @property
-    def stderr(self) -> asyncio.StreamReader:
-        assert self._client.stderr is not None
-        return self._client.stderr
-
     async def wait(self) -> int:
-        returncode = await self._client.wait()
+        returncode = await self._process.wait()
         found = await self._podman.json("inspect", "--format", "json", self.name)
         if isinstance(found, list) and found and isinstance(found[0].get("State"), dict):
             self._state = found[0]["State"]
         return returncode
 
     def signal(self, signum: int) -> bool:
-        if self._client.returncode is not None:
+        if self._process.returncode is not None:
             return False
         if signum == signal.SIGKILL:  # not proxied: the container itself is killed
             asyncio.get_running_loop().create_task(
                 self._podman.call("kill", "--signal", "KILL", self.name)
             )
             return True
-        return processes.signal_group(self._client.pid, signum)  # proxied into the container
+        return processes.signal_group(self._process.pid, signum)  # proxied into the container
 
     async def finish(self) -> None:
         await self._podman.call("rm", "-f", "-t", "0", self.name)
-        processes.signal_group(self._client.pid, signal.SIGKILL)
+        processes.signal_group(self._process.pid, signal.SIGKILL)
+        self.close_stdin()
         if self._cidfile is not None:
             self._cidfile.unlink(missing_ok=True)
 

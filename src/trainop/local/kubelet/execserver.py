@@ -21,10 +21,11 @@ with its terminal (SIGHUP when the caller closes it), by its group's SIGKILL on 
 with the kubelet (its parent-death signal), not by the container's group.
 
 ``{"attach": true, "namespace", "pod", "container"}`` (no descriptors) is ``attach -i``: the
-kubelet answers ``{"attached": true}`` with a copy of the write end of the container's stdin
-pipe (a container with ``stdin: true`` gets one; ``runtime.HostProcess``) and holds until the
-caller hangs up; with ``stdinOnce`` (and no ``tty``, as containerd) it then closes its own
-end, so the container reads end-of-file once the caller's copy is closed too.
+kubelet answers ``{"attached": true}`` with a copy of the kubelet's end of the container's
+stdin (``Running.stdin_fd``: a container with ``stdin: true`` gets a pipe, one with ``tty: true``
+a terminal, under either runtime: ``runtime.Stdio``) and holds until the caller hangs up;
+with ``stdinOnce`` (and no ``tty``, as containerd) it then closes its own end, so the
+container reads end-of-file once the caller's copy is closed too.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from trainop.local.kubelet import processes
-from trainop.local.kubelet.runtime import HostProcess, Launch, Running
+from trainop.local.kubelet.runtime import Launch, Running
 
 # With ``"tty": true`` the command leads a session whose controlling terminal is its stdin
 # (a pseudo terminal the caller made), so the terminal's signals (^C, ^Z) and job control
@@ -188,8 +189,6 @@ class ExecServer:
         if isinstance(found, str):
             return {"error": found}
         launch, running = found
-        if not isinstance(running, HostProcess):
-            return {"error": "attaching to a container's stdin needs the process runtime"}
         if running.stdin_fd < 0:
             return {"error": "the container's stdin is closed"}
         loop = asyncio.get_running_loop()

@@ -110,6 +110,18 @@ class Running(Protocol):
     @property
     def stderr(self) -> asyncio.StreamReader: ...
 
+    @property
+    def stdin_fd(self) -> int:
+        """The kubelet's end of the container's stdin (``stdin: true``: a pipe's write end;
+        ``tty: true``: a copy of its terminal's master side), -1 when it has none or it was
+        closed; ``attach -i`` hands a copy of it to the caller."""
+        ...
+
+    def close_stdin(self) -> None:
+        """Close the kubelet's end of the container's stdin: the container reads end-of-file
+        once no attach holds it either (``stdinOnce``, or the run ended)."""
+        ...
+
     async def wait(self) -> int:
         """Wait for the run's main process; its status as ``asyncio`` reports one."""
         ...
@@ -159,32 +171,59 @@ class Runtime(Protocol):
         ...
 
 
-class HostProcess:
-    """A container run as a host process group."""
+class Stdio:
+    """A container's stdio, made before its process starts (``stdin``/``tty`` of the spec).
 
-    warnings: tuple[StartWarning, ...] = ()  # a host process honours what it is given
+    ``tty: true``: a pseudo terminal is the process's stdin, stdout and stderr; the kubelet
+    keeps its master side (the output read from it, a copy written by ``attach -i``).
+    ``stdin: true`` alone: a pipe whose write end the kubelet keeps for ``attach -i``.
+    Neither: stdin is /dev/null, stdout and stderr pipes. The process is the container's own
+    (host runtime) or the runtime's client that relays its stdio (``podman run -i [-t]``)."""
 
-    def __init__(
-        self,
-        process: asyncio.subprocess.Process,
-        reaper: Reaper,
-        *,
-        stdin: int = -1,
-        terminal: int = -1,
-        container_id: str = "",
-    ) -> None:
-        self._process, self._reaper = process, reaper
-        self.container_id = container_id
-        # the write end of the container's stdin pipe (``stdin: true``), or a copy of its
-        # terminal's master side (``tty: true``)
-        self.stdin_fd = stdin
-        self._terminal: tuple[asyncio.StreamReader, asyncio.StreamReader] | None = None
-        if terminal >= 0:  # the terminal carries stdout and stderr both; stderr stays empty
-            empty = asyncio.StreamReader()
-            empty.feed_eof()
-            self._terminal = (_terminal_reader(terminal), empty)
-        self._oom_before = processes.oom_kills()
-        reaper.watch(process.pid)
+    def __init__(self, spec: Raw) -> None:
+        self.tty = spec.get("tty") is True
+        self.stdin = self.tty or spec.get("stdin") is True
+        self._mine, self._theirs = -1, -1
+        if self.tty:
+            self._mine, self._theirs = pty.openpty()
+        elif self.stdin:
+            self._theirs, self._mine = os.pipe()
+
+    def streams(self) -> tuple[int | None, int | None, int | None]:
+        """``processes.start``'s ``stdin``, ``stdout`` and ``stderr`` (None: its default)."""
+        theirs = self._theirs if self._theirs >= 0 else None
+        return theirs, theirs if self.tty else None, theirs if self.tty else None
+
+    def started(self) -> tuple[int, tuple[asyncio.StreamReader, asyncio.StreamReader] | None]:
+        """After the process started: close its ends here; the kubelet's stdin end and, with a
+        terminal, the (stdout, stderr) readers of it (its stderr empty: one stream)."""
+        self._close_theirs()
+        if not self.tty:
+            return self._mine, None
+        empty = asyncio.StreamReader()
+        empty.feed_eof()
+        return os.dup(self._mine), (_terminal_reader(self._mine), empty)
+
+    def failed(self) -> None:
+        """The process could not be started: close everything."""
+        self._close_theirs()
+        if self._mine >= 0:
+            os.close(self._mine)
+            self._mine = -1
+
+    def _close_theirs(self) -> None:
+        if self._theirs >= 0:
+            os.close(self._theirs)
+            self._theirs = -1
+
+
+class StdioRun:
+    """What every ``Running`` whose stdio is one local process's shares: its pid, output
+    streams (pipes, or a terminal's readers) and the kubelet's end of its stdin (``Stdio``)."""
+
+    def __init__(self, process: asyncio.subprocess.Process, stdio: Stdio) -> None:
+        self._process = process
+        self.stdin_fd, self._terminal = stdio.started()
 
     @property
     def pid(self) -> int:
@@ -204,6 +243,34 @@ class HostProcess:
         assert self._process.stderr is not None
         return self._process.stderr
 
+    def close_stdin(self) -> None:
+        """Close the kubelet's end of the container's stdin: the container reads end-of-file
+        once no attach holds it either (``stdinOnce``, or the run ended)."""
+        if self.stdin_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.stdin_fd)
+            self.stdin_fd = -1
+
+
+class HostProcess(StdioRun):
+    """A container run as a host process group."""
+
+    warnings: tuple[StartWarning, ...] = ()  # a host process honours what it is given
+
+    def __init__(
+        self,
+        process: asyncio.subprocess.Process,
+        reaper: Reaper,
+        stdio: Stdio,
+        *,
+        container_id: str = "",
+    ) -> None:
+        super().__init__(process, stdio)
+        self._reaper = reaper
+        self.container_id = container_id
+        self._oom_before = processes.oom_kills()
+        reaper.watch(process.pid)
+
     async def wait(self) -> int:
         return await self._process.wait()
 
@@ -214,14 +281,6 @@ class HostProcess:
         processes.signal_group(self._process.pid, signal.SIGKILL)  # what the process left behind
         self._reaper.forget(self._process.pid)
         self.close_stdin()
-
-    def close_stdin(self) -> None:
-        """Close the kubelet's end of the container's stdin: the container reads end-of-file
-        once no attach holds it either (``stdinOnce``, or the run ended)."""
-        if self.stdin_fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self.stdin_fd)
-            self.stdin_fd = -1
 
     async def outcome(self, returncode: int, *, killed_by_kubelet: bool) -> tuple[int, str]:
         reason = processes.reason(
@@ -252,40 +311,20 @@ class HostRuntime:
     async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
         if not launch.argv:
             raise StartError("ContainerCannotRun", "CreateContainerError", NO_COMMAND)
-        # ``tty: true``: a pseudo terminal is the container's stdio, its master side kept by
-        # the kubelet (the output read from it, a copy written by ``attach -i``); ``stdin: true``
-        # alone: a pipe whose write end the kubelet keeps for ``attach -i``
-        tty = launch.spec.get("tty") is True
-        mine, theirs = -1, -1
-        if tty:
-            mine, theirs = pty.openpty()
-        elif launch.spec.get("stdin") is True:
-            theirs, mine = os.pipe()
+        stdio = Stdio(launch.spec)
+        stdin, stdout, stderr = stdio.streams()
         try:
             process = await processes.start(
-                launch.argv,
-                env=env,
-                cwd=launch.cwd,
-                stdin=theirs if theirs >= 0 else None,
-                stdout=theirs if tty else None,
-                stderr=theirs if tty else None,
+                launch.argv, env=env, cwd=launch.cwd, stdin=stdin, stdout=stdout, stderr=stderr
             )
         except OSError as exc:
-            if mine >= 0:
-                os.close(mine)
+            stdio.failed()
             message = processes.describe_start_error(launch.argv, exc)
             raise StartError("StartError", "RunContainerError", message) from exc
-        finally:
-            if theirs >= 0:
-                os.close(theirs)
         # no runtime id: the run is named by its pod, container and restart count (unique,
         # and what the recovery record and the log file of the run are named by too)
         run_id = f"process://{target.uid}/{target.container}/{target.restart}"
-        if tty:
-            return HostProcess(
-                process, self._reaper, stdin=os.dup(mine), terminal=mine, container_id=run_id
-            )
-        return HostProcess(process, self._reaper, stdin=mine, container_id=run_id)
+        return HostProcess(process, self._reaper, stdio, container_id=run_id)
 
 
 def _terminal_reader(fd: int) -> asyncio.StreamReader:
