@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,23 +19,15 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.test_containers import _podman
 from tests.integration.kubelet.conftest import Site, site  # noqa: F401  (the fixture)
 from tests.integration.kubelet.harness import Local, pod, run_local
-from tests.integration.kubelet.test_exec import _attach
+from tests.integration.kubelet.test_exec import TTY_LINE, _attach, attach_write
 from trainop.local.kubelet.containers import SESSION_LABEL, ContainerRuntime, Podman
 
 IMAGE = "localhost/trainop-debian-py:12"
-CONF = "[containers]\ndefault_ulimits = []\n"
 
 pytestmark = [pytest.mark.e2e, pytest.mark.containers]
-
-
-def _podman(tmp: Path, *words: str) -> subprocess.CompletedProcess[str]:
-    conf = tmp / "containers.conf"
-    conf.write_text(CONF)
-    argv = ["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs", *words]
-    env = {**os.environ, "CONTAINERS_CONF": str(conf)}
-    return subprocess.run(argv, capture_output=True, text=True, env=env, check=False, timeout=60)
 
 
 def _containers(tmp: Path, session: str) -> list[dict[str, Any]]:
@@ -100,11 +90,9 @@ def test_attach_writes_to_a_containers_stdin_and_stdin_once_ends_it(
         await env.create(pod("once", reads))
         await env.wait("once", lambda p: "running" in str(p.get("status")))
         address = env.kubelet.exec_address
-        conn, answer, fd = await asyncio.to_thread(_attach, address, env.namespace, "once")
-        assert answer == {"attached": True}
-        os.write(fd, b"hello from attach\nmore\n")
-        os.close(fd)
-        conn.close()  # stdinOnce: the kubelet closes its end, podman the container's stdin
+        # stdinOnce: after the attach the kubelet closes its end, podman the container's stdin
+        lines = b"hello from attach\nmore\n"
+        await asyncio.to_thread(attach_write, address, env.namespace, "once", lines)
         ended = await env.phase("once", "Succeeded", "Failed")
         terminated = ended["status"]["containerStatuses"][0]["state"]["terminated"]
         assert (ended["status"]["phase"], terminated["exitCode"]) == ("Succeeded", 0)
@@ -124,13 +112,10 @@ def test_a_tty_container_reads_its_terminal_and_stdin_once_keeps_it_open(
     """``tty: true``: ``podman run -i -t`` on a pseudo terminal the kubelet made; the
     container's stdio is a terminal, and (containerd's rule) stdinOnce does not close it: a
     second attach completes the line the first began."""
-    line = (
-        "import os, sys\nsys.exit(len(sys.stdin.readline()) + 10 * all(map(os.isatty, (0, 1, 2))))"
-    )
     tty = {
         "name": "main",
         "image": IMAGE,
-        "command": ["python3", "-c", line],
+        "command": ["python3", "-c", TTY_LINE],
         "stdin": True,
         "stdinOnce": True,
         "tty": True,
@@ -140,13 +125,8 @@ def test_a_tty_container_reads_its_terminal_and_stdin_once_keeps_it_open(
         await env.create(pod("tty", tty))
         await env.wait("tty", lambda p: "running" in str(p.get("status")))
         for part in (b"ab", b"c\n"):
-            conn, answer, fd = await asyncio.to_thread(
-                _attach, env.kubelet.exec_address, env.namespace, "tty"
-            )
-            assert answer == {"attached": True}
-            os.write(fd, part)
-            os.close(fd)
-            conn.close()
+            address = env.kubelet.exec_address
+            await asyncio.to_thread(attach_write, address, env.namespace, "tty", part)
         ended = await env.phase("tty", "Failed")
         assert ended["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 14
         assert "abc" in "".join(await _log(env, "tty"))  # the terminal's echo, in the log

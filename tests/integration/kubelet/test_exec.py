@@ -145,14 +145,30 @@ def _attach(
     return conn, json.loads(data), fds[0] if fds else -1
 
 
+def attach_write(address: str, namespace: str, pod_name: str, data: bytes) -> None:
+    """``attach -i``: write ``data`` to the container's stdin through the copy the kubelet
+    hands over, then hang up (with ``stdinOnce`` the kubelet closes its end then)."""
+    conn, answer, fd = _attach(address, namespace, pod_name)
+    try:
+        assert answer == {"attached": True}
+        os.write(fd, data)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        conn.close()
+
+
+# reads a line; exits with its length, 10 more when stdin, stdout and stderr are a terminal
+TTY_LINE = (
+    "import os, sys\nsys.exit(len(sys.stdin.readline()) + 10 * all(map(os.isatty, (0, 1, 2))))"
+)
+
+
 def test_attach_hands_over_the_stdin_of_a_stdin_container(site: Site) -> None:
     reads = "import sys\nsys.exit(len(sys.stdin.read()))"
     once = pod("once", py(reads, stdin=True, stdinOnce=True))
     plain = pod("plain", py("import time\nwhile True: time.sleep(0.05)"))
-    line = (  # 10 more when stdin, stdout and stderr are a terminal
-        "import os, sys\nsys.exit(len(sys.stdin.readline()) + 10 * all(map(os.isatty, (0, 1, 2))))"
-    )
-    tty = pod("tty", py(line, stdin=True, stdinOnce=True, tty=True))
+    tty = pod("tty", py(TTY_LINE, stdin=True, stdinOnce=True, tty=True))
 
     async def body(env: Local) -> None:
         await env.create(once)
@@ -161,11 +177,8 @@ def test_attach_hands_over_the_stdin_of_a_stdin_container(site: Site) -> None:
         for name in ("once", "plain", "tty"):
             await env.wait(name, lambda p: "running" in str(p.get("status")))
         address = env.kubelet.exec_address
-        conn, answer, fd = await asyncio.to_thread(_attach, address, env.namespace, "once")
-        assert answer == {"attached": True}
-        os.write(fd, b"abc")
-        os.close(fd)
-        conn.close()  # stdinOnce: the kubelet closes its end too, so the container sees EOF
+        # stdinOnce: the kubelet closes its end too after the attach, so the container sees EOF
+        await asyncio.to_thread(attach_write, address, env.namespace, "once", b"abc")
         ended = await env.phase("once", "Failed")
         terminated = ended["status"]["containerStatuses"][0]["state"]["terminated"]
         assert terminated["exitCode"] == 3
@@ -176,11 +189,7 @@ def test_attach_hands_over_the_stdin_of_a_stdin_container(site: Site) -> None:
         # with tty the stdio is a terminal, and stdinOnce does not close the stdin
         # (containerd's rule): a second attach completes the line the first began
         for part in (b"ab", b"c\n"):
-            conn, answer, fd = await asyncio.to_thread(_attach, address, env.namespace, "tty")
-            assert answer == {"attached": True}
-            os.write(fd, part)
-            os.close(fd)
-            conn.close()
+            await asyncio.to_thread(attach_write, address, env.namespace, "tty", part)
         ended = await env.phase("tty", "Failed")
         assert ended["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 14
 

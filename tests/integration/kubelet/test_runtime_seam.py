@@ -75,6 +75,19 @@ def only_waiting(found: dict[str, Any], reason: str, message: str) -> None:
     assert found["status"]["phase"] == "Pending"
 
 
+def _run(site: Site, body: Any, clock: FakeClock, runtime: NoPull) -> None:
+    """Run ``body`` against a kubelet on ``runtime``, its back-offs (kubelet's) on ``clock``."""
+    run_local(
+        site.server,
+        site.logs,
+        site.root,
+        body,
+        clock=clock,
+        backoff=Backoff(),
+        container_runtime=runtime,
+    )
+
+
 async def _events(env: Local) -> list[tuple[str, str, str, int]]:
     await env.kubelet.drained()
     found = await env.client.list(EVENTS, namespace=env.namespace)
@@ -106,15 +119,7 @@ def test_an_image_that_cannot_be_pulled_only_waits_and_backs_off(site: Site, pol
         assert runtime.starts == 2
         assert ("Warning", "Failed", "Error: ErrImagePull", 2) in await _events(env)
 
-    run_local(
-        site.server,
-        site.logs,
-        site.root,
-        body,
-        clock=clock,
-        backoff=Backoff(),
-        container_runtime=runtime,
-    )
+    _run(site, body, clock, runtime)
 
 
 def test_an_absent_image_under_never_waits_as_err_image_never_pull(site: Site) -> None:
@@ -139,15 +144,7 @@ def test_an_absent_image_under_never_waits_as_err_image_never_pull(site: Site) -
             await asyncio.sleep(0.02)
         only_waiting(await env.wait("never", waiting(NEVER)), NEVER, NEVER_MESSAGE)
 
-    run_local(
-        site.server,
-        site.logs,
-        site.root,
-        body,
-        clock=clock,
-        backoff=Backoff(),
-        container_runtime=runtime,
-    )
+    _run(site, body, clock, runtime)
 
 
 class WithExecSocket(NoPull):

@@ -152,11 +152,7 @@ class ExecServer:
         command = [str(word) for word in request.get("command") or []]
         if not command:
             return {"error": "a command is required"}
-        found = await self._target(
-            str(request.get("namespace") or "default"),
-            str(request.get("pod") or ""),
-            str(request.get("container") or ""),
-        )
+        found = await self._find(request)
         if isinstance(found, str):
             return {"error": found}
         launch, running = found
@@ -177,15 +173,20 @@ class ExecServer:
         code = await _wait_or_hang_up(conn, process, own_group=tty)
         return {"exitCode": processes.exit_code(code)}
 
-    async def _attach(self, conn: socket.socket, request: dict[str, Any]) -> Any:
-        """Hand a copy of the container's stdin (its pipe's write end) to the caller, then
-        hold until the caller hangs up; with ``stdinOnce`` (no ``tty``) the kubelet then closes
-        its own end, so the container reads end-of-file once the caller's copy is closed too."""
-        found = await self._target(
+    async def _find(self, request: dict[str, Any]) -> tuple[Launch, Running] | str:
+        """The running container a request names (or why there is none)."""
+        return await self._target(
             str(request.get("namespace") or "default"),
             str(request.get("pod") or ""),
             str(request.get("container") or ""),
         )
+
+    async def _attach(self, conn: socket.socket, request: dict[str, Any]) -> Any:
+        """Hand a copy of the container's stdin (a pipe's write end, or its terminal) to the
+        caller, then hold until the caller hangs up; with ``stdinOnce`` (no ``tty``) the
+        kubelet then closes its own end, so the container reads end-of-file once the caller's
+        copy is closed too."""
+        found = await self._find(request)
         if isinstance(found, str):
             return {"error": found}
         launch, running = found
