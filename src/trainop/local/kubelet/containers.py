@@ -167,6 +167,18 @@ class Podman:
             self._info = await self.json("info", "--format", "json")
         return self._info
 
+    async def quiet(self, *words: str) -> int:
+        """A call whose output is discarded (nothing it starts can hold a pipe of ours)."""
+        process = await asyncio.create_subprocess_exec(
+            *self.argv(*words),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            env=self.env(),
+            cwd=self.workdir(),
+        )
+        return await process.wait()
+
     async def json(self, *words: str) -> Any:
         """The JSON a call printed (None when it failed or printed nothing)."""
         reply = await self.call(*words)
@@ -204,6 +216,8 @@ class ContainerRuntime:
         self._controllers: frozenset[str] | None = None  # ``cgroup_controllers``
         self._controllers_asked = False
         self._controllers_lock = asyncio.Lock()
+        self._dns_held = False  # ``_hold_dns``
+        self._dns_lock = asyncio.Lock()
 
     @property
     def exec_socket(self) -> Path | None:
@@ -234,12 +248,7 @@ class ContainerRuntime:
         reply = await self._podman.call(
             "network",
             "create",
-            "--label",
-            f"{SESSION_LABEL}={self.session}",
-            "--label",
-            f"{STATE_LABEL}={self._podman.state_dir}",
-            "--label",
-            f"{OWNER_LABEL}={os.getpid()}",
+            *self._labels(),
             self.network_name,
         )
         if reply.code == 0:
@@ -294,6 +303,7 @@ class ContainerRuntime:
             raise StartError("ContainerCannotRun", "CreateContainerError", "no command specified")
         check_devices(launch.devices, self._cdi_dirs)
         controllers = await self.cgroup_controllers()
+        await self._hold_dns(image, argv)
         name = container_name(self.session, target)
         await self._podman.call("rm", "-f", "-t", "0", name)  # a leftover of an earlier run
         cidfile = self._cidfile(name)
@@ -335,6 +345,51 @@ class ContainerRuntime:
         run.warnings = tuple(limits(spec, controllers)[1])
         return run
 
+    async def _hold_dns(self, image: str, argv: list[str]) -> None:
+        """Once per session, before the first container joins the network: a container on
+        it that is initialized (its network set up) and never started, made by calls whose
+        output is discarded. The first container on a network starts Podman's DNS server
+        (aardvark-dns), which prints to the stderr of the podman call that started it ("failed
+        to connect to syslog" where no syslog runs): that call is this one, not a replica's
+        ``podman run``, whose stderr is the container's log. The holder keeps the server up
+        until ``close`` removes it with the session's containers. Best effort: where it cannot
+        be made, the line shows in the first replica's log, as before."""
+        async with self._dns_lock:
+            if self._dns_held or not self.network:
+                return
+            self._dns_held = True
+            name = f"trainop-{self.session}-dns"
+            created = await self._podman.quiet(
+                "create",
+                "--name",
+                name,
+                "--network",
+                self.network,
+                *self._labels(),
+                "--pull",
+                "never",
+                "--entrypoint",
+                json.dumps(argv),  # never run: an executable the image has
+                image,
+            )
+            if created != 0 or await self._podman.quiet("init", name) != 0:
+                log.debug(
+                    "no DNS holder on %s: its first replica's log may show the server's "
+                    "start-up line",
+                    self.network,
+                )
+
+    def _labels(self) -> list[str]:
+        """The labels of everything this session makes (but its pods' own)."""
+        return [
+            "--label",
+            f"{SESSION_LABEL}={self.session}",
+            "--label",
+            f"{STATE_LABEL}={self._podman.state_dir}",
+            "--label",
+            f"{OWNER_LABEL}={os.getpid()}",
+        ]
+
     async def cgroup_controllers(self) -> frozenset[str] | None:
         """The cgroup controllers podman can use on this machine (``podman info``'s
         ``host.cgroupControllers``), asked once per session; None where it does not say."""
@@ -363,14 +418,9 @@ class ContainerRuntime:
             name,
             "--hostname",
             target.hostname,
-            "--label",
-            f"{SESSION_LABEL}={self.session}",
+            *self._labels(),
             "--label",
             f"{POD_LABEL}={target.namespace}/{target.pod}",
-            "--label",
-            f"{STATE_LABEL}={self._podman.state_dir}",
-            "--label",
-            f"{OWNER_LABEL}={os.getpid()}",
             "--pull",
             "never",
             "--sig-proxy=true",

@@ -397,3 +397,33 @@ def test_start_asks_podman_once_which_controllers_it_can_use_and_warns_per_start
     runs = [line for line in calls if " run " in f" {line} "]
     assert len(runs) == 2
     assert all("--cpus 1.500" in run and "--memory" not in run for run in runs)
+
+
+def test_the_first_start_on_the_network_makes_a_dns_holder_once_with_output_discarded(
+    tmp_path: Path,
+) -> None:
+    """Podman's DNS server starts with the first container on the network and prints to that
+    podman call's stderr: a holder created and initialized (never started) before the first
+    run takes that place, so no replica's log shows it."""
+    podman, log = _fake_podman(tmp_path, image_exists=True)
+    runtime = containers.ContainerRuntime(podman, session="s8")
+    runtime.network = "trainop-s8"
+    launch = _launch(tmp_path, {"name": "c", "image": "img:1"})
+
+    async def starts(runtime: containers.ContainerRuntime, count: int) -> None:
+        for _ in range(count):
+            await (await runtime.start(TARGET, launch, {})).wait()
+
+    asyncio.run(starts(runtime, 2))
+    calls = log.read_text().splitlines()
+    verbs = [line.split()[4] for line in calls if line.split()[4] in ("create", "init", "run")]
+    assert verbs == ["create", "init", "run", "run"]
+    create = next(line for line in calls if " create " in line)
+    assert "--name trainop-s8-dns --network trainop-s8 --label trainop.session=s8" in create
+    assert '--entrypoint ["python3", "x.py"] img:1' in create  # the image's own executable
+    assert calls[calls.index(create) + 1].endswith("cgroupfs init trainop-s8-dns")
+
+    host_network = containers.ContainerRuntime(podman, session="s9")  # no network: no DNS
+    log.unlink()
+    asyncio.run(starts(host_network, 1))
+    assert " create " not in log.read_text()
