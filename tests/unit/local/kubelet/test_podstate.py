@@ -58,3 +58,21 @@ def test_next_run_is_the_restart_count_the_next_run_shows() -> None:
     assert container.next_run == 1
     container.run(T1, 11, SECOND)
     assert container.restart_count == container.next_run == 1
+
+
+def test_a_pull_failure_after_a_run_keeps_that_run_as_last_state() -> None:
+    """``imagePullPolicy: Always`` and the registry gone: the failed pull is no run (podrun
+    only makes the container wait), so lastState stays the run before it and the next run
+    counts one restart, not two."""
+    container = ContainerState("main", "img")
+    container.run(T0, 10, FIRST)
+    container.end(Termination(1, "Error", T0, T1, container_id=FIRST))
+    container.wait("ErrImagePull", "failed to pull image")
+    entry = shown(container)
+    assert entry["state"] == {
+        "waiting": {"reason": "ErrImagePull", "message": "failed to pull image"}
+    }
+    assert entry["lastState"]["terminated"]["exitCode"] == 1
+    assert (entry["restartCount"], entry["containerID"]) == (0, FIRST)
+    container.run(T1, 11, SECOND)
+    assert shown(container)["restartCount"] == 1
