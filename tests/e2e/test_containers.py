@@ -393,7 +393,7 @@ spec:
               command:
                 - sh
                 - -c
-                - echo gpu=$TRAINOP_FAKE_GPU; test -c /dev/nvidia-fake && echo node
+                - echo gpu=$TRAINOP_FAKE_GPU; if test -c /dev/nvidia-fake; then echo node; fi
               resources:
                 limits: {nvidia.com/gpu: 1}
 """
@@ -508,3 +508,34 @@ def test_a_pods_limits_are_its_containers_cgroup_limits(podman: Path, tmp_path: 
     assert code == 0, output
     assert re.search(rf"^\[master-0\]\s+memory={96 * 1024 * 1024}$", output, re.M), output
     assert re.search(r"^\[master-0\]\s+cpu=50000$", output, re.M), output
+
+
+def test_a_gpu_declared_with_gpus_that_the_machine_lacks_runs_on_cpu(
+    podman: Path, tmp_path: Path
+) -> None:
+    """``local up --gpus 1`` on a machine without GPUs: the pod holds the declared slot, which
+    has no device, so the container gets none (no CDI spec needed) and runs, as a host
+    process does."""
+    if shutil.which("nvidia-smi"):
+        pytest.skip("this machine has nvidia-smi: its GPUs are real")
+    manifest = tmp_path / "gpu.yaml"
+    manifest.write_text(GPU_JOB)
+    state = tmp_path / "cluster"
+
+    def trainop(*words: str, env: dict[str, str] | None = None) -> str:
+        done = subprocess.run(
+            [*TRAINOP, *words], env=env, capture_output=True, text=True, timeout=150, check=False
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    trainop("local", "up", "--state-dir", str(state), "--runtime", "podman", "--gpus", "1")
+    env = {**os.environ, "KUBECONFIG": str(state / "kubeconfig")}
+    try:
+        trainop("submit", "-f", str(manifest), env=env)
+        job = ("pytorchjob", "gpu-containers")
+        trainop("wait", *job, "--for", "Succeeded", "--timeout", "120", env=env)
+        logs = trainop("logs", *job, env=env)
+        assert re.search(r"^(\[master-0\]\s+)?gpu=$", logs, re.M), logs
+    finally:
+        trainop("local", "down", "--state-dir", str(state))

@@ -6,6 +6,7 @@ restart policy); the pod's state machine, back-off and events are the shared one
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -190,9 +191,16 @@ class Recording(NoPull):
         raise StartError("StartError", "RunContainerError", "recorded")
 
 
-def test_the_gpus_a_container_holds_reach_its_runtime(site: Site) -> None:
-    """One mechanism for every runtime: the held devices are on the ``Launch`` (the container
-    runtime makes them CDI devices); a container that asks for none holds none."""
+def test_the_gpus_a_container_holds_reach_its_runtime(
+    site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One mechanism for every runtime: the held devices the machine has are on the
+    ``Launch`` (the container runtime makes them CDI devices); a slot declared beyond them
+    (``--gpus``) has no device; a container that asks for none holds none."""
+    smi = tmp_path / "nvidia-smi"  # this machine "has" GPU 0; the pool declares 0 and 1
+    smi.write_text("#!/bin/sh\necho 'GPU 0: Fake (UUID: GPU-0)'\n")
+    smi.chmod(0o700)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     runtime = Recording()
     wants = {"limits": {"nvidia.com/gpu": "2"}}
 
@@ -201,7 +209,7 @@ def test_the_gpus_a_container_holds_reach_its_runtime(site: Site) -> None:
         await env.create(pod("none", {"name": "main", "image": "i"}))
         for name in ("two", "none"):
             await env.phase(name, "Failed", "Succeeded")
-        assert runtime.devices == {"two": ("0", "1"), "none": ()}
+        assert runtime.devices == {"two": ("0",), "none": ()}
 
     run_local(site.server, site.logs, site.root, body, gpus=("0", "1"), container_runtime=runtime)
 

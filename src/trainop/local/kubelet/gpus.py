@@ -3,14 +3,16 @@
 A container's ``nvidia.com/gpu`` limit (or request) asks for that many devices, held
 exclusively from its first start until it is done for good (restarts keep them). When fewer
 are free, the container waits (``ContainerCreating``, the message says how many are free)
-until another container gives some back. The devices held reach the runtime on its
-``Launch`` (``devices``): a host process sees them as ``CUDA_VISIBLE_DEVICES`` (``variables``),
-a Podman container as CDI devices ``nvidia.com/gpu=<index>`` (``containers``). On a machine
-with GPUs, a container that asks for none gets ``CUDA_VISIBLE_DEVICES=""`` or no device (as
-on a cluster, it sees none), and one that asks for more than the machine has fails the pod
-(``UnexpectedAdmissionError``, as kubelet's device manager). On a machine without GPUs (or
-without ``nvidia-smi``) all of this is a no-op: the variable is left unset, no device is
-passed and a GPU request is ignored (it holds nothing), so GPU manifests still run on CPU.
+until another container gives some back. A host process sees the devices it holds as
+``CUDA_VISIBLE_DEVICES`` (``variables``); a Podman container gets those the machine has as CDI
+devices ``nvidia.com/gpu=<index>`` (``Launch.devices``, ``present_of``, ``containers``): a slot
+declared beyond them (``--gpus``) is held but has no device, so its container runs on CPU. On
+a machine with GPUs, a container that asks for none gets ``CUDA_VISIBLE_DEVICES=""`` or no
+device (as on a cluster, it sees none), and one that asks for more than the machine has fails
+the pod (``UnexpectedAdmissionError``, as kubelet's device manager). On a machine without GPUs
+(or without ``nvidia-smi``) and no ``--gpus``, all of this is a no-op: the variable is left
+unset, no device is passed and a GPU request is ignored (it holds nothing), so GPU manifests
+still run on CPU.
 """
 
 from __future__ import annotations
@@ -54,8 +56,9 @@ def wanted(container: dict[str, Any]) -> int:
 class GpuPool:
     """The machine's GPUs and which are free (one event loop)."""
 
-    def __init__(self, devices: tuple[str, ...]) -> None:
+    def __init__(self, devices: tuple[str, ...], *, present: tuple[str, ...] | None = None) -> None:
         self.devices = devices
+        self._present = frozenset(devices if present is None else present)  # found by ``detect``
         self._free = list(devices)
         self._released = asyncio.Event()
 
@@ -81,6 +84,10 @@ class GpuPool:
     def give_back(self, devices: list[str]) -> None:
         self._free.extend(d for d in devices if d not in self._free)
         self._released.set()
+
+    def present_of(self, devices: list[str]) -> tuple[str, ...]:
+        """Those of ``devices`` the machine has (a runtime can hand them to a container)."""
+        return tuple(d for d in devices if d in self._present)
 
     def variables(self, devices: list[str] | None) -> dict[str, str]:
         """``CUDA_VISIBLE_DEVICES`` for a container holding ``devices`` (see the docstring)."""

@@ -138,8 +138,9 @@ class ProcessKubelet:
     async def run(self) -> None:
         """Run pods until cancelled; then stop them all (``shutdown_grace``)."""
         config = self._config
-        devices = config.gpus if config.gpus is not None else await asyncio.to_thread(gpus.detect)
-        self._pool = gpus.GpuPool(devices)
+        found = await asyncio.to_thread(gpus.detect)
+        devices = config.gpus if config.gpus is not None else found
+        self._pool = gpus.GpuPool(devices, present=found)
         self._reaper = Reaper()
         self._exec = await execserver.ExecServer.start(self._exec_target)
         self._settings = _settings(config, self._exec.address)

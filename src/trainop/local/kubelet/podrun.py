@@ -333,7 +333,7 @@ class PodRun:
         devices = await self._take_gpus(container, launch.gpus)
         if devices is None:
             return False
-        launch = dataclasses.replace(launch, devices=tuple(devices))
+        launch = dataclasses.replace(launch, devices=self._pool.present_of(devices))
         env = {**launch.env, **self._pool.variables(devices)}
         try:
             failures = pulls = 0

@@ -42,9 +42,10 @@ class Launch:
     entrypoint and cmd); ``volumes`` maps each pod volume to its host directory; ``spec`` is
     the container as the manifest wrote it; ``pod_env`` the variables the pod itself defines
     (its ``env``/``envFrom`` and ``HOSTNAME``), without the host's and the sandbox's;
-    ``devices`` the GPUs (``gpus`` pool indices) this run holds: the host runtime shows them
-    as ``CUDA_VISIBLE_DEVICES`` (in the host ``env`` ``podrun`` passes), the container runtime
-    as CDI devices."""
+    ``devices`` the GPUs (``gpus`` pool indices) this run holds that the machine has (not
+    the slots ``--gpus`` declares beyond them): the container runtime passes them as CDI
+    devices; the host runtime shows every held index as ``CUDA_VISIBLE_DEVICES``, in the host
+    ``env`` ``podrun`` passes."""
 
     argv: list[str]
     env: dict[str, str]
