@@ -165,10 +165,13 @@ def test_the_next_start_reaps_what_a_sigkilled_session_left(podman: Path) -> Non
     assert code == 0, output  # and the fixture finds nothing left of either session
 
 
-OOM_JOB = """apiVersion: kubeflow.org/v1
+def _one_master_job(name: str, command: list[str], limits: str) -> str:
+    """A PyTorchJob of one master (restartPolicy Never) running ``command`` in the Debian
+    image with ``resources.limits`` ``limits`` (YAML flow)."""
+    return f"""apiVersion: kubeflow.org/v1
 kind: PyTorchJob
 metadata:
-  name: oom-containers
+  name: {name}
 spec:
   pytorchReplicaSpecs:
     Master:
@@ -180,10 +183,17 @@ spec:
             - name: pytorch
               image: localhost/trainop-debian-py:12
               imagePullPolicy: Never
-              command: ["python3", "-c", "x = bytearray(512 * 1024 * 1024)"]
+              command: {json.dumps(command)}
               resources:
-                limits: {memory: 64Mi, cpu: "1"}
+                limits: {limits}
 """
+
+
+OOM_JOB = _one_master_job(
+    "oom-containers",
+    ["python3", "-c", "x = bytearray(512 * 1024 * 1024)"],
+    '{memory: 64Mi, cpu: "1"}',
+)
 
 
 def test_a_memory_limit_is_enforced_and_its_kill_is_oomkilled(podman: Path, tmp_path: Path) -> None:
@@ -375,28 +385,11 @@ def test_mpi_launcher_starts_its_ranks_in_the_worker_containers(
     assert output.splitlines()[-1].endswith("Succeeded")
 
 
-GPU_JOB = """apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: gpu-containers
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      restartPolicy: Never
-      template:
-        spec:
-          containers:
-            - name: pytorch
-              image: localhost/trainop-debian-py:12
-              imagePullPolicy: Never
-              command:
-                - sh
-                - -c
-                - echo gpu=$TRAINOP_FAKE_GPU; if test -c /dev/nvidia-fake; then echo node; fi
-              resources:
-                limits: {nvidia.com/gpu: 1}
-"""
+GPU_JOB = _one_master_job(
+    "gpu-containers",
+    ["sh", "-c", "echo gpu=$TRAINOP_FAKE_GPU; if test -c /dev/nvidia-fake; then echo node; fi"],
+    "{nvidia.com/gpu: 1}",
+)
 # A CDI spec as the NVIDIA Container Toolkit writes one (kind nvidia.com/gpu, devices named by
 # index), whose edits are harmless: a variable and /dev/null as a device node.
 FAKE_CDI = """cdiVersion: "0.5.0"
@@ -471,32 +464,18 @@ def test_a_held_gpu_without_a_cdi_spec_fails_naming_the_fix(podman: Path, tmp_pa
     assert elapsed < 90
 
 
-LIMITS_JOB = """apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: limits-containers
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      restartPolicy: Never
-      template:
-        spec:
-          containers:
-            - name: pytorch
-              image: localhost/trainop-debian-py:12
-              imagePullPolicy: Never
-              command:
-                - sh
-                - -c
-                - >-
-                  echo memory=$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null
-                  || cat /sys/fs/cgroup/memory.max);
-                  echo cpu=$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null
-                  || cut -d' ' -f1 /sys/fs/cgroup/cpu.max)
-              resources:
-                limits: {memory: 96Mi, cpu: 500m}
-"""
+LIMITS_JOB = _one_master_job(
+    "limits-containers",
+    [
+        "sh",
+        "-c",
+        "echo memory=$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null"
+        " || cat /sys/fs/cgroup/memory.max);"
+        " echo cpu=$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null"
+        " || cut -d' ' -f1 /sys/fs/cgroup/cpu.max)",
+    ],
+    "{memory: 96Mi, cpu: 500m}",
+)
 
 
 def test_a_pods_limits_are_its_containers_cgroup_limits(podman: Path, tmp_path: Path) -> None:

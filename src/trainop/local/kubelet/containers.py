@@ -148,15 +148,18 @@ class Podman:
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         return {**os.environ, **(extra or {}), "CONTAINERS_CONF": str(self.conf)}
 
-    async def call(self, *words: str) -> Reply:
-        process = await asyncio.create_subprocess_exec(
+    async def _spawn(self, words: Sequence[str], output: int) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
             *self.argv(*words),
             stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+            stdout=output,
+            stderr=output,
             env=self.env(),
             cwd=self.workdir(),
         )
+
+    async def call(self, *words: str) -> Reply:
+        process = await self._spawn(words, asyncio.subprocess.PIPE)
         out, err = await process.communicate()
         assert process.returncode is not None
         return Reply(process.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
@@ -169,15 +172,7 @@ class Podman:
 
     async def quiet(self, *words: str) -> int:
         """A call whose output is discarded (nothing it starts can hold a pipe of ours)."""
-        process = await asyncio.create_subprocess_exec(
-            *self.argv(*words),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-            env=self.env(),
-            cwd=self.workdir(),
-        )
-        return await process.wait()
+        return await (await self._spawn(words, asyncio.subprocess.DEVNULL)).wait()
 
     async def json(self, *words: str) -> Any:
         """The JSON a call printed (None when it failed or printed nothing)."""
