@@ -4,9 +4,10 @@ The images come from ``make container-images`` (containers/build-images.sh): the
 image has /opt/train/ddp.py and no entrypoint (the manifest's ``command`` runs it), the second
 one's ENTRYPOINT runs it (its manifest has no ``command``). The manifests under
 tests/e2e/containers/ are a plain PyTorchJob with only the image names changed. After every
-case no container or network of any trainop session is left (``podman ps -a`` / ``network
-ls``), also after a SIGKILLed session followed by the next start. Skipped, with the reason,
-where podman or the images are missing (``make container-env container-images``).
+case no container or network of the test's sessions is left (``podman ps -a`` / ``network
+ls``, by their state directory), also after a SIGKILLed session followed by the next start.
+Skipped, with the reason, where podman or the images are missing (``make container-env
+container-images``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,9 +45,16 @@ def _podman(tmp: Path, *words: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, env=env, check=False, timeout=60)
 
 
-# What other trainop sessions on this machine had when a test began (another checkout's
-# tests, a user's own `trainop local up`): a test answers only for what appeared after.
-_ALREADY: dict[Path, tuple[set[str], set[str]]] = {}
+# Where a test's sessions keep their state (the ``trainop.state`` label of everything they
+# make): the test's tmp_path (``local up --state-dir``) and a short private TMPDIR, under which
+# ``trainop run`` makes its temporary state directory. A test answers only for those: other
+# checkouts' tests or a user's own ``trainop local up`` may run containers at the same time.
+_OURS: dict[Path, tuple[str, ...]] = {}
+
+
+def _ours(labels: object, tmp: Path) -> bool:
+    state = str((labels or {}).get("trainop.state", "")) if isinstance(labels, dict) else ""
+    return any(state == root or state.startswith(root + "/") for root in _OURS.get(tmp, ()))
 
 
 def _sessions(tmp: Path) -> tuple[set[str], set[str]]:
@@ -53,28 +62,32 @@ def _sessions(tmp: Path) -> tuple[set[str], set[str]]:
     found = _podman(tmp, "ps", "-a", "--filter", label, "--format", "json").stdout
     networks = _podman(tmp, "network", "ls", "--filter", label, "--format", "json").stdout
     return (
-        {str(c["Names"]) for c in json.loads(found or "[]")},
-        {str(n["name"]) for n in json.loads(networks or "[]")},
+        {str(c["Names"]) for c in json.loads(found or "[]") if _ours(c.get("Labels"), tmp)},
+        {str(n["name"]) for n in json.loads(networks or "[]") if _ours(n.get("labels"), tmp)},
     )
 
 
 def _left(tmp: Path) -> tuple[list[str], list[str]]:
-    """Containers and networks of trainop sessions that appeared since the test began."""
+    """Containers and networks of this test's trainop sessions that exist now."""
     containers, networks = _sessions(tmp)
-    old_containers, old_networks = _ALREADY.get(tmp, (set(), set()))
-    return sorted(containers - old_containers), sorted(networks - old_networks)
+    return sorted(containers), sorted(networks)
 
 
 @pytest.fixture
-def podman(tmp_path: Path) -> Iterator[Path]:
+def podman(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     if shutil.which("podman") is None:
         pytest.skip("podman is not installed (make container-env)")
     for image in IMAGES:
         if _podman(tmp_path, "image", "exists", image).returncode != 0:
             pytest.skip(f"image {image} is missing (make container-images)")
-    _ALREADY[tmp_path] = _sessions(tmp_path)
-    yield tmp_path
-    assert _left(tmp_path) == ([], [])
+    short = tempfile.mkdtemp(prefix="tp-", dir="/tmp")  # sockets' paths stay short
+    monkeypatch.setenv("TMPDIR", short)
+    _OURS[tmp_path] = (str(tmp_path), short)
+    try:
+        yield tmp_path
+        assert _left(tmp_path) == ([], [])
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
 
 
 def _run(
