@@ -6,6 +6,9 @@
 #   localhost/trainop-ddp-entry:1    the same with ENTRYPOINT ["python3", "/opt/train/ddp.py"]
 #   localhost/trainop-debian-mpi:12  Debian bookworm minbase + python3, Open MPI, mpi4py
 #   localhost/trainop-mpi:1          + examples/mpi/allreduce.py under /opt/trainop (WORKDIR)
+#   localhost/trainop-debian-mpi-ssh:12  the MPI base + openssh-server and openssh-client
+#   localhost/trainop-mpi-ssh:1      + host keys, sshd and ssh client settings, /run/sshd and
+#                                    /opt/trainop/allreduce.py (MPIJob v2beta1 over real SSH)
 # Skips (exit 0, a message) when podman or mmdebstrap is missing. STATE: a scratch directory.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,4 +41,13 @@ if ! $podman image exists localhost/trainop-debian-mpi:12; then
     rm -f "$state/rootfs-mpi.tar"
 fi
 $podman build -t localhost/trainop-mpi:1 -f "$here/Containerfile.mpi" "$here/../examples/mpi"
-echo "container-images: built localhost/trainop-ddp:1, trainop-ddp-entry:1 and trainop-mpi:1"
+if ! $podman image exists localhost/trainop-debian-mpi-ssh:12; then
+    mmdebstrap --variant=minbase \
+        --include=python3,openmpi-bin,python3-mpi4py,openssh-server,openssh-client \
+        bookworm "$state/rootfs-mpi-ssh.tar"
+    $podman import "$state/rootfs-mpi-ssh.tar" localhost/trainop-debian-mpi-ssh:12
+    rm -f "$state/rootfs-mpi-ssh.tar"
+fi
+$podman build -t localhost/trainop-mpi-ssh:1 -f "$here/Containerfile.mpi-ssh" "$here/../examples/mpi"
+echo "container-images: built localhost/trainop-ddp:1, trainop-ddp-entry:1, trainop-mpi:1" \
+    "and trainop-mpi-ssh:1"

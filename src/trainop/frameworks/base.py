@@ -99,6 +99,10 @@ class FrameworkOptions:
     # MPIJob v2beta1: the remote shell its launcher's MPI uses instead of the image's ssh
     # (empty: ssh, as on a cluster; local mode: ``local.kubelet.sshclient``).
     mpi_ssh_command: str = ""
+    # ... except for a job whose workers run sshd (``mpi_v2beta1.workers_run_sshd``): its
+    # launcher keeps the image's ssh. True only where pods reach each other by name (a
+    # container cluster on its own network), so a worker's sshd is reachable as on a cluster.
+    mpi_real_ssh_to_sshd_workers: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import posixpath
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -233,10 +234,25 @@ def worker_pod(job: MPIJobV2Beta1, index: int) -> Wire:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
+def workers_run_sshd(job: MPIJobV2Beta1) -> bool:
+    """Whether every host in the hostfile accepts ssh: the workers' first container has
+    neither command nor args (``worker_pod`` gives it sshd) or runs ``sshd`` itself, and the
+    launcher, whose command is the user's ``mpirun``, is not a host too."""
+    spec = job.spec.replica_specs.get(WORKER)
+    if spec is None or _as_worker(job):
+        return False
+    containers = (spec.template.get("spec") or {}).get("containers") or [{}]
+    command, args = containers[0].get("command"), containers[0].get("args")
+    if not command:
+        return not args
+    return posixpath.basename(str(command[0])) == "sshd"
+
+
 def launcher_env(job: MPIJobV2Beta1, options: FrameworkOptions = _CLUSTER) -> list[Wire]:
     """The launcher's first container env, in upstream's order (spec 3.1). Local mode
     (``options``) roots the hostfile path in the sandbox and adds, after upstream's, the
-    remote shell that execs through the kubelet and ``mpi_launcher_env``."""
+    remote shell that execs through the kubelet (unless ``mpi_real_ssh_to_sshd_workers`` and
+    the workers run sshd: then the image's ssh reaches them) and ``mpi_launcher_env``."""
     slots = str(_slots(job))
     hostfile_path = f"{options.container_root}{CONFIG_MOUNT_PATH}/hostfile"
     by_implementation = {
@@ -257,12 +273,13 @@ def launcher_env(job: MPIJobV2Beta1, options: FrameworkOptions = _CLUSTER) -> li
     if not _as_worker(job):
         pairs += [("NVIDIA_VISIBLE_DEVICES", ""), ("NVIDIA_DRIVER_CAPABILITIES", "")]
     if options.mpi_ssh_command:
-        shell = options.mpi_ssh_command
-        pairs += {
-            "OpenMPI": [("OMPI_MCA_plm_rsh_agent", shell)],
-            "Intel": [("I_MPI_HYDRA_BOOTSTRAP", "ssh"), ("I_MPI_HYDRA_BOOTSTRAP_EXEC", shell)],
-            "MPICH": [("HYDRA_LAUNCHER", "ssh"), ("HYDRA_LAUNCHER_EXEC", shell)],
-        }[_implementation(job)]
+        if not (options.mpi_real_ssh_to_sshd_workers and workers_run_sshd(job)):
+            shell = options.mpi_ssh_command
+            pairs += {
+                "OpenMPI": [("OMPI_MCA_plm_rsh_agent", shell)],
+                "Intel": [("I_MPI_HYDRA_BOOTSTRAP", "ssh"), ("I_MPI_HYDRA_BOOTSTRAP_EXEC", shell)],
+                "MPICH": [("HYDRA_LAUNCHER", "ssh"), ("HYDRA_LAUNCHER_EXEC", shell)],
+            }[_implementation(job)]
         pairs += list(options.mpi_launcher_env)
     return [{"name": name, "value": value} for name, value in pairs]
 

@@ -227,7 +227,9 @@ def process_cluster(
     ssh = config.state_dir / "bin" / "ssh"
     frameworks = dataclasses.replace(local_frameworks(engine.frameworks), mpi_ssh_command=str(ssh))
     if container_runtime is not None:  # no init container to wait for DNS: names resolve
-        frameworks = container_frameworks(engine.frameworks)
+        frameworks = container_frameworks(
+            engine.frameworks, by_name=container_runtime.addresses_by_name
+        )
     local_engine = dataclasses.replace(engine, frameworks=frameworks)
     config = dataclasses.replace(
         config, manager=dataclasses.replace(config.manager, engine=local_engine)
@@ -303,16 +305,19 @@ def _gpu_devices(count: int | None) -> tuple[str, ...] | None:
 _OPEN_MPI_LOOPBACK = (("OMPI_MCA_oob_tcp_if_include", "lo"), ("OMPI_MCA_btl_tcp_if_include", "lo"))
 
 
-def container_frameworks(options: FrameworkOptions) -> FrameworkOptions:
+def container_frameworks(options: FrameworkOptions, *, by_name: bool = True) -> FrameworkOptions:
     """The plugin settings of a container cluster: names resolve (no DNS wait), paths are the
     manifest's; MPI's rsh agent (and v2beta1's ssh) is the exec client the container runtime
-    mounts into every container, which reaches the kubelet's exec (``podman exec``)."""
+    mounts into every container, which reaches the kubelet's exec (``podman exec``). When the
+    pods reach each other ``by_name`` (the session's network), a v2beta1 job whose workers run
+    sshd keeps the image's ssh, as on a cluster (note 100)."""
     return dataclasses.replace(
         options,
         wait_for_peer_dns=False,
         mpi_exec_command=containers.exec_command(),
         mpi_kubectl_delivery=False,
         mpi_ssh_command=containers.ssh_command(),
+        mpi_real_ssh_to_sshd_workers=by_name,
     )
 
 

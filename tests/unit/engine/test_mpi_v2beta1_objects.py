@@ -13,8 +13,10 @@ from tests.unit.local.simkubelet.harness import Sim, simulated
 
 from trainop.api import mpi_v2beta1
 from trainop.frameworks import mpi_v2beta1 as plugin
+from trainop.frameworks.base import FrameworkOptions
 from trainop.kube.fake import FakeClient
 from trainop.kube.resources import PODS
+from trainop.local.cluster import container_frameworks, local_frameworks
 from trainop.local.simkubelet import PREFIX
 
 KEYS = plugin.SshKeys(
@@ -32,9 +34,12 @@ OWNER = {
 IMPLEMENTATIONS = ("OpenMPI", "Intel", "MPICH")
 
 
-def job(implementation: str = "OpenMPI", **spec: Any) -> mpi_v2beta1.MPIJobV2Beta1:
+def job(
+    implementation: str = "OpenMPI", *, runs: dict[str, Any] | None = None, **spec: Any
+) -> mpi_v2beta1.MPIJobV2Beta1:
+    """The job; ``runs``: the worker container's ``command``/``args`` (none: sshd)."""
     launcher = {"name": "launcher", "image": "mpi-pi", "command": ["mpirun", "-n", "4", "/pi"]}
-    worker = {"name": "worker", "image": "mpi-pi"}
+    worker = {"name": "worker", "image": "mpi-pi", **(runs or {})}
     raw = {
         "apiVersion": "kubeflow.org/v2beta1",
         "kind": "MPIJob",
@@ -256,6 +261,62 @@ def test_launcher_as_worker_is_a_host_keeps_gpus_and_shifts_worker_indices(
     names = [e["name"] for e in launcher["spec"]["containers"][0]["env"]]
     assert "NVIDIA_VISIBLE_DEVICES" not in names
     assert names == ["K_MPI_JOB_ROLE", *(n for n, _ in ENVS[implementation])]
+
+
+SHELL = "/run/trainop/ssh"  # containers.ssh_command()
+OVERRIDES = {
+    "OpenMPI": [("OMPI_MCA_plm_rsh_agent", SHELL)],
+    "Intel": [("I_MPI_HYDRA_BOOTSTRAP", "ssh"), ("I_MPI_HYDRA_BOOTSTRAP_EXEC", SHELL)],
+    "MPICH": [("HYDRA_LAUNCHER", "ssh"), ("HYDRA_LAUNCHER_EXEC", SHELL)],
+}
+ON_NETWORK = container_frameworks(FrameworkOptions())
+HOST_NETWORK = container_frameworks(FrameworkOptions(), by_name=False)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize(
+    ("runs", "options", "exec_wrapper"),
+    [
+        ({}, ON_NETWORK, False),  # worker_pod gives it sshd
+        ({"command": ["/usr/sbin/sshd", "-De", "-f", "/etc/x"]}, ON_NETWORK, False),
+        ({"command": ["sshd"], "args": ["-De"]}, ON_NETWORK, False),
+        ({"command": ["sleep", "365d"]}, ON_NETWORK, True),  # accepts no ssh
+        ({"command": ["sh", "-c", "/usr/sbin/sshd -De"]}, ON_NETWORK, True),
+        ({"args": ["-De"]}, ON_NETWORK, True),  # the image's entrypoint: unknown
+        ({}, HOST_NETWORK, True),
+    ],
+)
+def test_a_container_launcher_keeps_its_ssh_only_for_workers_that_run_sshd(
+    implementation: str, runs: dict[str, Any], options: FrameworkOptions, exec_wrapper: bool
+) -> None:
+    assert options.mpi_ssh_command == SHELL
+    assert ON_NETWORK.mpi_real_ssh_to_sshd_workers
+    assert not HOST_NETWORK.mpi_real_ssh_to_sshd_workers
+    j = job(implementation, runs=runs)
+    env = [("K_MPI_JOB_ROLE", "launcher"), *ENVS[implementation]]
+    env += [("NVIDIA_VISIBLE_DEVICES", ""), ("NVIDIA_DRIVER_CAPABILITIES", "")]
+    env += OVERRIDES[implementation] if exec_wrapper else []
+    assert plugin.launcher_env(j, options) == [{"name": n, "value": v} for n, v in env]
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_the_flag_needs_every_host_to_run_sshd_and_the_process_cluster_never_sets_it(
+    implementation: str,
+) -> None:
+    """A launcher that is also a host runs the user's mpirun, not sshd: the exec wrapper;
+    the process kubelet has no sshd to reach at all."""
+    as_worker = job(implementation, runLauncherAsWorker=True)
+    names = {e["name"] for e in plugin.launcher_env(as_worker, ON_NETWORK)}
+    assert {n for n, _ in OVERRIDES[implementation]} <= names
+    assert not plugin.workers_run_sshd(as_worker)
+    assert plugin.workers_run_sshd(job(implementation))
+    process = local_frameworks(FrameworkOptions())
+    assert not process.mpi_real_ssh_to_sshd_workers
+    names = {e["name"] for e in plugin.launcher_env(job(implementation), process)}
+    assert {n for n, _ in OVERRIDES[implementation]} <= names
+    assert plugin.launcher_env(job(implementation)) == plugin.launcher_env(
+        job(implementation), FrameworkOptions(mpi_real_ssh_to_sshd_workers=True)
+    )  # a cluster: no remote shell set, whatever the flag
 
 
 def test_discover_hosts_sorts_running_workers_as_strings_and_user_commands_win() -> None:

@@ -22,9 +22,10 @@ Event), and the GPUs the run holds as CDI devices
 names the fix).
 
 Network: one bridge network per session (``trainop-<session>``, with Podman's DNS): each
-container's hostname is its pod's hostname and the pod name (and ``<pod>.<ns>.svc``) are its
-aliases, so the operator's Service names resolve and the manifest's ports are used as they
-are. Where no network can be created, containers share the host's network.
+container's hostname is its pod's hostname and the pod name (and ``<pod>.<ns>.svc``, and with
+a ``subdomain`` ``<hostname>.<subdomain>.<ns>.svc``) are its aliases, so the operator's Service
+names resolve and the manifest's ports are used as they are. Where no network can be created,
+containers share the host's network.
 
 Exec: every container has ``EXEC_MOUNT`` bind-mounted, a directory with a socket the kubelet's
 exec server also listens on and the standard-library exec and ssh clients, so an MPI launcher's
@@ -422,7 +423,7 @@ class ContainerRuntime:
         ]
         if self.network:
             words += ["--network", self.network]
-            for alias in (target.pod, f"{target.pod}.{target.namespace}.svc"):
+            for alias in network_aliases(target):
                 words += ["--network-alias", alias]
         else:
             words += ["--network", "host"]
@@ -624,6 +625,16 @@ def check_devices(devices: Sequence[str], dirs: Sequence[Path] = CDI_DIRS) -> No
             f"CDI spec in {where} defines them; make one with `{CDI_FIX}`"
         )
         raise StartError("ContainerCannotRun", "CreateContainerError", message)
+
+
+def network_aliases(target: Target) -> list[str]:
+    """The names the pod is reached by on the session's network: its name, ``<pod>.<ns>.svc``
+    and, with a ``subdomain``, its record in that headless Service,
+    ``<hostname>.<subdomain>.<ns>.svc`` (an MPIJob v2beta1 hostfile's names)."""
+    aliases = [target.pod, f"{target.pod}.{target.namespace}.svc"]
+    if target.subdomain:
+        aliases.append(f"{target.hostname}.{target.subdomain}.{target.namespace}.svc")
+    return aliases
 
 
 def mounts(launch: Launch) -> list[str]:

@@ -428,7 +428,13 @@ class PodRun:
         hostname = str(self.pod["spec"].get("hostname") or self.state.name)
         state = self.state
         return runtime.Target(
-            state.namespace, state.name, state.uid, container.name, hostname, container.next_run
+            state.namespace,
+            state.name,
+            state.uid,
+            container.name,
+            hostname,
+            container.next_run,
+            subdomain=str(self.pod["spec"].get("subdomain") or ""),
         )
 
     def _start_failed(self, container: ContainerState, exc: StartError) -> int:

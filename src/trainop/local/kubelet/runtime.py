@@ -69,6 +69,7 @@ class Target:
     container: str
     hostname: str
     restart: int = 0  # which run of the container: its ``restartCount`` once it runs
+    subdomain: str = ""  # the pod's ``subdomain`` (a headless Service's name) or ""
 
 
 class StartError(Exception):
