@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import socket
 import subprocess
 import time
@@ -84,6 +85,9 @@ def test_describe_and_events_show_the_jobs_events(
     for reason in ("Scheduled", "Created", "Started"):  # the scheduler's and kubelet's own
         assert reason in pod.split("Events:", 1)[1], pod
     assert "SuccessfulCreatePod" not in pod.split("Events:", 1)[1]
+    # The operator's port has no protocol; the server defaults it, as a cluster does.
+    assert re.search(r"\n\s+Port:\s+23456/TCP\n", pod), pod
+    assert re.search(r"node.kubernetes.io/not-ready:NoExecute op=Exists for 300s", pod), pod
     warnings = kubectl.out("events", "-n", ns, "--types=Warning")
     assert "HandWritten" in warnings
     assert "SuccessfulCreatePod" not in warnings

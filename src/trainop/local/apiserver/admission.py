@@ -15,7 +15,9 @@ cluster with trainop's webhook would store (docs/design/010, "Admission"):
   (``limits``), then ``manifest.check_job``, the very check of ``trainop validate`` and the
   webhook (``validate_update`` against the stored object on an update); errors are 422 with
   one cause per field, warnings go in ``Warning`` headers;
-- built-in kinds: numeric resource quantities (``cpu: 1``) stored as kube's canonical
+- built-in kinds: kube's defaults (``defaults``; on the main resource, after unknown fields
+  are dropped and before validation, so a Pod's QoS class is computed from them) and numeric
+  resource quantities (``cpu: 1``) stored as kube's canonical
   strings (``quantities``);
 - pods, ConfigMaps and Secrets: kube's name and path rules (``api.pod_rules``) and the 1 MiB
   data limit; every kind: the metadata limits of ``validation.metadata_errors``.
@@ -29,7 +31,7 @@ from trainop.api import manifest, pod_rules
 from trainop.api.kinds import KINDS, KindInfo
 from trainop.errors import FieldError
 
-from . import builtin_fields, limits, quantities, resources, status, validation
+from . import builtin_fields, defaults, limits, quantities, resources, status, validation
 from .call import ApiState, Call
 
 _TRAINING_KINDS = {info.kind: info for info in KINDS}
@@ -105,6 +107,8 @@ def admit(
         if rt.kind == "Secret" and not rt.group:
             builtin_fields.merge_string_data(obj)
         warnings = _unknown_fields(call, builtin_fields.unknown(rt.definition, obj))
+        if call.subresource is None:
+            defaults.apply(rt.group, rt.plural, obj, create=old is None)
         errors += validation.builtin_validator(rt.definition).errors(obj)
     if not errors and rt.definition is not None and not rt.custom:
         not_quantity = quantities.normalize(rt.definition, obj)  # cpu: 1 is stored as "1"
