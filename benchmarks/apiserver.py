@@ -46,6 +46,10 @@ def start_server(state_dir: Path) -> tuple[subprocess.Popen[bytes], Path]:
             str(state_dir),
             "--port",
             "0",
+            # every run creates pods twice (official and raw clients): above the default
+            # ceiling of 4096 pods the server would answer 403 (exceeded quota)
+            "--max-pods",
+            "1000000",
         ],
         stdout=subprocess.DEVNULL,
     )
