@@ -118,7 +118,10 @@ def _node_options(command: Callable[..., None]) -> Callable[..., None]:
             type=click.Choice(runtimes.CHOICES),
             default="process",
             show_default=True,
-            help="Containers as host processes or Podman containers (auto: podman if it works).",
+            help=(
+                "Containers as host processes, Podman or Docker containers (auto: podman if "
+                "it works, else docker)."
+            ),
         ),
     ]
     for option in reversed(options):

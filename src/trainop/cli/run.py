@@ -79,7 +79,7 @@ class ConsoleReporter:
     type=click.Choice(runtimes.CHOICES),
     default="process",
     show_default=True,
-    help="Run containers as host processes, Podman containers, or pick (auto).",
+    help="Run containers as host processes, Podman or Docker containers, or pick (auto).",
 )
 @limit_options
 def run(

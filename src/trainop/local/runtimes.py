@@ -1,10 +1,10 @@
 """Which kubelet runtime a local session uses: ``process`` (host processes, the default),
-``podman`` (containers, ``kubelet.containers``) or ``auto`` (note 095).
+``podman`` or ``docker`` (containers, ``kubelet.containers``) or ``auto`` (note 095).
 
-``auto`` picks Podman when it works on this machine and some container of the job has no
-``command`` (it needs its image's entrypoint); otherwise processes. Without a job (``local
-up``) ``auto`` is Podman whenever it works. The choice and its reason
-are one line the CLI prints first.
+``auto`` picks a container runtime, Podman before Docker, when one works on this machine and
+some container of the job has no ``command`` (it needs its image's entrypoint); otherwise
+processes. Without a job (``local up``) ``auto`` is the first container runtime that works.
+The choice and its reason are one line the CLI prints first.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from trainop import errors
 from trainop.local.kubelet import containers
 from trainop.local.kubelet.runtime import Runtime
 
-CHOICES = ("process", "podman", "auto")
+CONTAINER_RUNTIMES = ("podman", "docker")  # ``auto``'s order of preference
+CHOICES = ("process", *CONTAINER_RUNTIMES, "auto")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,27 +45,31 @@ async def choose(kind: str, *, state_dir: Path, job: dict[str, Any] | None = Non
 async def _choose(kind: str, *, state_dir: Path, job: dict[str, Any] | None) -> Choice:
     if kind == "process":
         return Choice(None, "process", "containers run as host processes")
-    podman = containers.Podman(state_dir / "podman")
-    if kind == "podman":
-        if not await containers.works(podman):
+    if kind in CONTAINER_RUNTIMES:
+        cli = containers.CLIS[kind](state_dir / kind)
+        if not await containers.works(cli):
             raise errors.TrainopError(
-                "--runtime podman: podman does not work here (make container-env)"
+                f"--runtime {kind}: {kind} does not work here (make {_ENV_TARGETS[kind]})"
             )
-        return Choice(_runtime(podman), "podman", "asked for")
-    if job is None:  # a cluster for jobs yet to come (``local up``): containers if possible
-        if await containers.works(podman):
-            return Choice(_runtime(podman), "podman", "auto: podman works here")
-        return Choice(None, "process", "auto: podman does not work here")
-    needy = [name for name, container in _containers(job) if not container.get("command")]
-    if not needy:
-        return Choice(None, "process", "auto: every container has a command")
-    if not await containers.works(podman):
-        return Choice(None, "process", "auto: podman does not work here")
-    return Choice(_runtime(podman), "podman", f"auto: no command in {', '.join(needy)}")
+        return Choice(_runtime(cli), kind, "asked for")
+    needy: list[str] = []  # without a job (``local up``): containers whenever one works
+    if job is not None:
+        needy = [name for name, container in _containers(job) if not container.get("command")]
+        if not needy:
+            return Choice(None, "process", "auto: every container has a command")
+    for name in CONTAINER_RUNTIMES:
+        cli = containers.CLIS[name](state_dir / name)
+        if await containers.works(cli):
+            why = f"no command in {', '.join(needy)}" if needy else f"{name} works here"
+            return Choice(_runtime(cli), name, f"auto: {why}")
+    return Choice(None, "process", "auto: neither podman nor docker works here")
 
 
-def _runtime(podman: containers.Podman) -> containers.ContainerRuntime:
-    return containers.ContainerRuntime(podman, session=secrets.token_hex(4))
+_ENV_TARGETS = {"podman": "container-env", "docker": "docker-env"}
+
+
+def _runtime(cli: containers.Cli) -> containers.ContainerRuntime:
+    return containers.ContainerRuntime(cli, session=secrets.token_hex(4))
 
 
 async def opened(choice: Choice) -> Choice:

@@ -1,17 +1,21 @@
-"""The container runtime: each container run is an OCI container run by Podman (note 095).
+"""The container runtime: each container run is an OCI container run by Podman or Docker
+(note 095).
 
-Talks to Podman through its CLI and only through its machine-readable output
-(``--format json``, exit statuses); never by reading human-readable text. Every podman call
-carries ``--runtime runc --cgroup-manager cgroupfs`` and runs with ``CONTAINERS_CONF``
-pointing at a file in the session's state directory whose ``[containers] default_ulimits``
-is empty (the default ulimits and crun fail on these machines).
+Talks to the runtime through its CLI and only through its machine-readable output (JSON,
+exit statuses); never by reading human-readable text. What the two CLIs say differently is
+their dialect (``Podman``, ``Docker``: global flags, listings, ``info``, ``--entrypoint``);
+everything below is shared and written in podman's terms. Every podman call carries
+``--runtime runc --cgroup-manager cgroupfs`` and runs with ``CONTAINERS_CONF`` pointing at a
+file in the session's state directory whose ``[containers] default_ulimits`` is empty (the
+default ulimits and crun fail on these machines); docker calls use the daemon's defaults.
 
 One run of a container is ``podman run`` in the foreground (no ``--rm``): its output is the
 container's, SIGTERM to the client is proxied into the container, and after it ends
 ``podman inspect`` gives the exit code and ``OOMKilled``; the container is then removed.
-``--cidfile`` gives the run's id (``podman://<id>``, the status's ``containerID``). The
-client's stdio is ``runtime.Stdio``'s: with ``stdin``/``tty`` it runs ``--interactive``
-(``--tty``) on the kubelet's pipe or terminal, so ``attach -i`` works as for a process.
+``--cidfile`` gives the run's id (``podman://<id>`` or ``docker://<id>``, the status's
+``containerID``). The client's stdio is ``runtime.Stdio``'s: with ``stdin``/``tty`` it runs
+``--interactive`` (``--tty``) on the kubelet's pipe or terminal, so ``attach -i`` works as for
+a process.
 What the pod resolved is used as a cluster would: the image's entrypoint and cmd combined
 with ``command``/``args`` as kubelet does, ``workingDir``, the pod's env (not the host's), its
 volumes bind-mounted at their real ``mountPath``s (``readOnly`` as ``ro``),
@@ -93,6 +97,8 @@ CDI_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
 CDI_FIX = "nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"
 _CDI_SUFFIXES = (".yaml", ".json")
 LIMITS_IGNORED = "ResourceLimitsIgnored"  # the Warning Event's reason (``limits``)
+DOCKER_CDI_VERSION = 25  # the first docker whose daemon injects CDI devices
+_JSON_LINES = ("--format", "{{json .}}")  # docker's listings: one JSON object per line
 
 
 def exec_command() -> str:
@@ -108,7 +114,7 @@ def ssh_command() -> str:
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """A finished podman call."""
+    """A finished CLI call."""
 
     code: int
     out: str
@@ -116,38 +122,41 @@ class Reply:
 
     @property
     def message(self) -> str:
-        return self.err.strip() or self.out.strip() or f"podman exited with {self.code}"
+        return self.err.strip() or self.out.strip() or f"the runtime exited with {self.code}"
 
     @property
     def last_line(self) -> str:
-        """The message's last line (podman's ``Error: ...``; warnings before it are retries)."""
+        """The message's last line (the CLI's ``Error: ...``; warnings before it are retries)."""
         return self.message.splitlines()[-1]
 
 
-class Podman:
-    """The podman CLI with this session's settings."""
+class Cli:
+    """A container CLI with this session's settings: what podman and docker share (calls,
+    JSON answers); the subclasses are the dialects, each what its CLI says differently."""
 
-    def __init__(self, state_dir: Path, *, binary: str = "podman") -> None:
+    name = ""  # the runtime's name: the default binary, ``--runtime``'s value, the id scheme
+    holds_dns = False  # whether a network's DNS server needs a holder (``_hold_dns``)
+
+    def __init__(self, state_dir: Path, *, binary: str = "") -> None:
         self.state_dir = state_dir
-        self.binary = binary
+        self.binary = binary or self.name
         self.conf = state_dir / "containers.conf"
         self._info: Any = None  # ``info``
 
     def write_conf(self) -> None:
         self.workdir()
-        self.conf.write_text(CONF, encoding="utf-8")
 
     def workdir(self) -> Path:
-        """Where podman runs (the state directory): conmon writes files such as ``oom`` into
-        its working directory, which must not be the user's."""
+        """Where the CLI runs (the state directory): podman's conmon writes files such as
+        ``oom`` into its working directory, which must not be the user's."""
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         return self.state_dir
 
     def argv(self, *words: str) -> list[str]:
-        return [self.binary, *_BASE, *words]
+        return [self.binary, *words]
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        return {**os.environ, **(extra or {}), "CONTAINERS_CONF": str(self.conf)}
+        return {**os.environ, **(extra or {})}
 
     async def _spawn(self, words: Sequence[str], output: int) -> asyncio.subprocess.Process:
         return await asyncio.create_subprocess_exec(
@@ -166,9 +175,9 @@ class Podman:
         return Reply(process.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
 
     async def info(self) -> Any:
-        """``podman info --format json`` (None when it fails), asked until it answers once."""
+        """The CLI's ``info`` as JSON (None when it fails), asked until it answers once."""
         if self._info is None:
-            self._info = await self.json("info", "--format", "json")
+            self._info = await self.json(*self.info_words())
         return self._info
 
     async def quiet(self, *words: str) -> int:
@@ -185,9 +194,191 @@ class Podman:
         except ValueError:
             return None
 
+    # --- the dialect: what each CLI says differently ---------------------------------------
+
+    def info_words(self) -> list[str]:
+        return ["info", "--format", "json"]
+
+    def image_exists_words(self, image: str) -> list[str]:
+        """A call that exits 0 exactly when ``image`` is present."""
+        return ["image", "inspect", image]
+
+    def inspect_words(self, *names: str) -> list[str]:
+        """A call printing a JSON array, one object per container or image named."""
+        return ["inspect", *names]
+
+    def remove_words(self, *names: str) -> list[str]:
+        """Remove containers at once (killed, no grace period)."""
+        return ["rm", "-f", *names]
+
+    def network_remove_words(self, name: str) -> list[str]:
+        """Remove a network (its containers are gone; docker 20.10's CLI has no ``-f``)."""
+        return ["network", "rm", name]
+
+    def entrypoint_words(self, argv: Sequence[str], image: str) -> list[str]:
+        """The end of a ``run``/``create``: ``argv`` as the whole command, the image's
+        entrypoint and cmd replaced (``combine`` decided it)."""
+        return ["--entrypoint", json.dumps(list(argv)), image]
+
+    def controllers(self, info: Any) -> frozenset[str] | None:
+        """The cgroup controllers the runtime can use, from ``info`` (None: it does not say)."""
+        raise NotImplementedError
+
+    def device_problem(self, info: Any) -> str:
+        """Why the runtime cannot inject CDI devices ("" where it can, as far as it says)."""
+        del info
+        return ""
+
+    async def containers(self, label: str) -> list[tuple[str, Mapping[str, Any]]]:
+        """(id, labels) of every container with the label filter ``label``."""
+        raise NotImplementedError
+
+    async def networks(self, label: str) -> list[tuple[str, Mapping[str, Any]]]:
+        """(name, labels) of every network with the label filter ``label``."""
+        raise NotImplementedError
+
+    def exec_argv(self, *words: str) -> list[str]:
+        """A command line for an exec client, run outside this object (its own environment)."""
+        return self.argv("exec", *words)
+
+
+class Podman(Cli):
+    """The podman CLI: every call carries ``--runtime runc --cgroup-manager cgroupfs`` and runs
+    with ``CONTAINERS_CONF`` (empty default ulimits); listings are one JSON array each."""
+
+    name = "podman"
+    holds_dns = True
+
+    def write_conf(self) -> None:
+        self.workdir()
+        self.conf.write_text(CONF, encoding="utf-8")
+
+    def argv(self, *words: str) -> list[str]:
+        return [self.binary, *_BASE, *words]
+
+    def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        return {**os.environ, **(extra or {}), "CONTAINERS_CONF": str(self.conf)}
+
+    def image_exists_words(self, image: str) -> list[str]:
+        return ["image", "exists", image]
+
+    def inspect_words(self, *names: str) -> list[str]:
+        return ["inspect", "--format", "json", *names]
+
+    def remove_words(self, *names: str) -> list[str]:
+        return ["rm", "-f", "-t", "0", *names]
+
+    def network_remove_words(self, name: str) -> list[str]:
+        return ["network", "rm", "-f", name]
+
+    def controllers(self, info: Any) -> frozenset[str] | None:
+        host = info.get("host") if isinstance(info, dict) else None
+        found = host.get("cgroupControllers") if isinstance(host, dict) else None
+        return frozenset(str(c) for c in found) if isinstance(found, list) else None
+
+    async def containers(self, label: str) -> list[tuple[str, Mapping[str, Any]]]:
+        found = await self.json("ps", "-a", "--filter", label, "--format", "json")
+        return podman_listing(found, "Id", "Labels")
+
+    async def networks(self, label: str) -> list[tuple[str, Mapping[str, Any]]]:
+        found = await self.json("network", "ls", "--filter", label, "--format", "json")
+        return podman_listing(found, "name", "labels")
+
+    def exec_argv(self, *words: str) -> list[str]:
+        return ["env", f"CONTAINERS_CONF={self.conf}", *self.argv("exec", *words)]
+
+
+class Docker(Cli):
+    """The docker CLI (its daemon's defaults: no global flags, no configuration file).
+    Listings print one JSON object per line whose labels are a ``k=v,...`` string (ambiguous
+    where a value has a comma), so the ids they give are inspected for the labels as JSON.
+    Its ``--entrypoint`` is one executable (the rest of the argv follows the image), its
+    embedded DNS server needs no holder, its ``info`` names no cgroup controllers."""
+
+    name = "docker"
+
+    def info_words(self) -> list[str]:
+        return ["info", "--format", "{{json .}}"]
+
+    def entrypoint_words(self, argv: Sequence[str], image: str) -> list[str]:
+        return ["--entrypoint", argv[0], image, *argv[1:]]
+
+    def controllers(self, info: Any) -> frozenset[str] | None:
+        return docker_controllers(info)
+
+    def device_problem(self, info: Any) -> str:
+        return docker_device_problem(info)
+
+    async def containers(self, label: str) -> list[tuple[str, Mapping[str, Any]]]:
+        listed = await self.call("ps", "-a", "--no-trunc", "--filter", label, *_JSON_LINES)
+        ids = docker_ids(listed.out if listed.code == 0 else "")
+        found = await self.json(*self.inspect_words(*ids)) if ids else None
+        return [(i, (o.get("Config") or {}).get("Labels") or {}) for i, o in _objects(found, "Id")]
+
+    async def networks(self, label: str) -> list[tuple[str, Mapping[str, Any]]]:
+        listed = await self.call("network", "ls", "--no-trunc", "--filter", label, *_JSON_LINES)
+        ids = docker_ids(listed.out if listed.code == 0 else "")
+        found = await self.json("network", "inspect", *ids) if ids else None
+        return [(name, o.get("Labels") or {}) for name, o in _objects(found, "Name")]
+
+
+CLIS: Mapping[str, type[Cli]] = {"podman": Podman, "docker": Docker}
+
+
+def podman_listing(found: Any, key: str, labels: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """(``key``, labels) of each object of podman's JSON array (``ps`` or ``network ls``)."""
+    return [(k, o.get(labels) or {}) for k, o in _objects(found, key)]
+
+
+def _objects(found: Any, key: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """The objects of a JSON array that have a non-empty ``key``, with its value."""
+    if not isinstance(found, list):
+        return []
+    return [(str(o[key]), o) for o in found if isinstance(o, dict) and o.get(key)]
+
+
+def docker_ids(out: str) -> list[str]:
+    """The ``ID`` of each line of a docker listing printed with ``--format '{{json .}}'``."""
+    ids = []
+    for line in out.splitlines():
+        try:
+            found = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(found, dict) and found.get("ID"):
+            ids.append(str(found["ID"]))
+    return ids
+
+
+def docker_controllers(info: Any) -> frozenset[str] | None:
+    """The cgroup controllers docker can use, from ``docker info``: its flags say whether
+    memory and CPU limits work (``MemoryLimit``, ``CpuCfsQuota``); None where it says neither."""
+    if not isinstance(info, dict) or ("MemoryLimit" not in info and "CpuCfsQuota" not in info):
+        return None
+    flags = {"memory": "MemoryLimit", "cpu": "CpuCfsQuota"}
+    return frozenset(name for name, flag in flags.items() if info.get(flag) is True)
+
+
+def docker_device_problem(info: Any) -> str:
+    """Why this docker daemon cannot inject CDI devices: before 25 it has no CDI; from 25 it
+    lists the spec directories it reads (``CDISpecDirs``) only where CDI is enabled."""
+    version = str(info.get("ServerVersion") or "") if isinstance(info, dict) else ""
+    major = re.match(r"\d+", version)
+    if major is None or int(major.group()) < DOCKER_CDI_VERSION:
+        return (
+            f"docker {version or '(version unknown)'} cannot inject CDI devices (docker "
+            f"{DOCKER_CDI_VERSION} or later with CDI enabled can)"
+        )
+    if not info.get("CDISpecDirs"):
+        return (
+            f"docker {version} has CDI disabled: enable it ('features': {{'cdi': true}} in "
+            "/etc/docker/daemon.json) and restart dockerd"
+        )
+    return ""
+
 
 def available(binary: str = "podman") -> bool:
-    """Whether a podman CLI is installed (``works`` says whether it can run containers)."""
+    """Whether a CLI is installed (``works`` says whether it can run containers)."""
     return shutil.which(binary) is not None
 
 
@@ -196,13 +387,13 @@ class ContainerRuntime:
 
     def __init__(
         self,
-        podman: Podman,
+        cli: Cli,
         *,
         session: str,
         network: bool = True,
         cdi_dirs: Sequence[Path] = CDI_DIRS,
     ) -> None:
-        self._podman = podman
+        self._cli = cli
         self._cdi_dirs = tuple(cdi_dirs)
         self.session = session
         self._want_network = network
@@ -236,12 +427,12 @@ class ContainerRuntime:
         if self._opened:
             return
         self._opened = True
-        self._podman.write_conf()
+        self._cli.write_conf()
         await self.reap_stale()
-        self.exec_dir = _exec_dir(self._podman.state_dir)
+        self.exec_dir = _exec_dir(self._cli.state_dir)
         if not self._want_network:
             return
-        reply = await self._podman.call(
+        reply = await self._cli.call(
             "network",
             "create",
             *self._labels(),
@@ -261,14 +452,10 @@ class ContainerRuntime:
     async def reap_stale(self) -> None:
         """Remove what sessions that are gone (or used this state directory) left."""
         label = f"label={SESSION_LABEL}"
-        found = await self._podman.json("ps", "-a", "--filter", label, "--format", "json")
-        networks = await self._podman.json("network", "ls", "--filter", label, "--format", "json")
+        found = [*await self._cli.containers(label), *await self._cli.networks(label)]
         stale = set()
-        for labels in [
-            *((c.get("Labels") or {}) for c in found or []),
-            *((n.get("labels") or {}) for n in networks or []),
-        ]:
-            if labels.get(STATE_LABEL) == str(self._podman.state_dir) or not _alive(
+        for _, labels in found:
+            if labels.get(STATE_LABEL) == str(self._cli.state_dir) or not _alive(
                 labels.get(OWNER_LABEL, "")
             ):
                 stale.add(str(labels.get(SESSION_LABEL)))
@@ -279,14 +466,11 @@ class ContainerRuntime:
     async def reap(self, *, by: str, value: str) -> None:
         """Remove the containers, then the networks, labelled ``by=value``."""
         label = f"label={by}={value}"
-        found = await self._podman.json("ps", "-a", "--filter", label, "--format", "json")
-        ids = [str(c.get("Id")) for c in found or [] if c.get("Id")]
+        ids = [found for found, _ in await self._cli.containers(label)]
         if ids:
-            await self._podman.call("rm", "-f", "-t", "0", *ids)
-        networks = await self._podman.json("network", "ls", "--filter", label, "--format", "json")
-        names = [str(n.get("name") or n.get("Name")) for n in networks or []]
-        for name in [n for n in names if n and n != "None"]:
-            await self._podman.call("network", "rm", "-f", name)
+            await self._cli.call(*self._cli.remove_words(*ids))
+        for name, _ in await self._cli.networks(label):
+            await self._cli.call(*self._cli.network_remove_words(name))
 
     async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
         del env  # the host's environment stays on the host: the pod's own env goes in
@@ -297,11 +481,11 @@ class ContainerRuntime:
         argv = combine(config, command=launch.command, args=launch.args)
         if not argv:
             raise StartError("ContainerCannotRun", "CreateContainerError", "no command specified")
-        check_devices(launch.devices, self._cdi_dirs)
+        await self._check_devices(launch.devices)
         controllers = await self.cgroup_controllers()
         await self._hold_dns(image, argv)
         name = container_name(self.session, target)
-        await self._podman.call("rm", "-f", "-t", "0", name)  # a leftover of an earlier run
+        await self._cli.call(*self._cli.remove_words(name))  # a leftover of an earlier run
         cidfile = self._cidfile(name)
         stdio = Stdio(spec)  # the client relays it: ``-i`` a pipe, ``-i -t`` a terminal
         words = [
@@ -310,16 +494,14 @@ class ContainerRuntime:
             *(["--tty"] if stdio.tty else []),
             "--cidfile",
             str(cidfile),
-            "--entrypoint",
-            json.dumps(argv),
-            image,
+            *self._cli.entrypoint_words(argv, image),
         ]
         stdin, stdout, stderr = stdio.streams()
         try:
             process = await processes.start(
-                self._podman.argv(*words),
-                env=self._podman.env(launch.pod_env),
-                cwd=self._podman.workdir(),
+                self._cli.argv(*words),
+                env=self._cli.env(launch.pod_env),
+                cwd=self._cli.workdir(),
                 stdin=stdin,
                 stdout=stdout,
                 stderr=stderr,
@@ -327,7 +509,7 @@ class ContainerRuntime:
             )
         except OSError as exc:
             stdio.failed()
-            message = processes.describe_start_error([self._podman.binary], exc)
+            message = processes.describe_start_error([self._cli.binary], exc)
             raise StartError("StartError", "RunContainerError", message) from exc
         try:
             container_id = await _created(process, cidfile)
@@ -335,9 +517,7 @@ class ContainerRuntime:
             stdio.failed()
             processes.signal_group(process.pid, signal.SIGKILL)
             raise
-        run = Container(
-            self._podman, process, name, stdio, container_id=container_id, cidfile=cidfile
-        )
+        run = Container(self._cli, process, name, stdio, container_id=container_id, cidfile=cidfile)
         run.warnings = tuple(limits(spec, controllers)[1])
         return run
 
@@ -351,11 +531,11 @@ class ContainerRuntime:
         until ``close`` removes it with the session's containers. Best effort: where it cannot
         be made, the line shows in the first replica's log, as before."""
         async with self._dns_lock:
-            if self._dns_held or not self.network:
+            if self._dns_held or not self.network or not self._cli.holds_dns:
                 return
             self._dns_held = True
             name = f"trainop-{self.session}-dns"
-            created = await self._podman.quiet(
+            created = await self._cli.quiet(
                 "create",
                 "--name",
                 name,
@@ -364,16 +544,25 @@ class ContainerRuntime:
                 *self._labels(),
                 "--pull",
                 "never",
-                "--entrypoint",
-                json.dumps(argv),  # never run: an executable the image has
-                image,
+                *self._cli.entrypoint_words(argv, image),  # never run: the image has it
             )
-            if created != 0 or await self._podman.quiet("init", name) != 0:
+            if created != 0 or await self._cli.quiet("init", name) != 0:
                 log.debug(
                     "no DNS holder on %s: its first replica's log may show the server's "
                     "start-up line",
                     self.network,
                 )
+
+    async def _check_devices(self, devices: Sequence[str]) -> None:
+        """``check_devices``, and where the runtime cannot inject CDI devices at all (docker
+        before 25, or without CDI enabled) a start error that says so."""
+        if not devices:
+            return
+        problem = self._cli.device_problem(await self._cli.info())
+        if problem:
+            message = f"CDI device injection failed: {problem}"
+            raise StartError("ContainerCannotRun", "CreateContainerError", message)
+        check_devices(devices, self._cdi_dirs)
 
     def _labels(self) -> list[str]:
         """The labels of everything this session makes (but its pods' own)."""
@@ -381,7 +570,7 @@ class ContainerRuntime:
             "--label",
             f"{SESSION_LABEL}={self.session}",
             "--label",
-            f"{STATE_LABEL}={self._podman.state_dir}",
+            f"{STATE_LABEL}={self._cli.state_dir}",
             "--label",
             f"{OWNER_LABEL}={os.getpid()}",
         ]
@@ -391,17 +580,14 @@ class ContainerRuntime:
         ``host.cgroupControllers``), asked once per session; None where it does not say."""
         async with self._controllers_lock:
             if not self._controllers_asked:
-                info = await self._podman.info()  # ``works`` asked already, as a rule
-                host = info.get("host") if isinstance(info, dict) else None
-                found = host.get("cgroupControllers") if isinstance(host, dict) else None
-                if isinstance(found, list):
-                    self._controllers = frozenset(str(c) for c in found)
+                info = await self._cli.info()  # ``works`` asked already, as a rule
+                self._controllers = self._cli.controllers(info)
                 self._controllers_asked = True
         return self._controllers
 
     def _cidfile(self, name: str) -> Path:
         """Where ``podman run --cidfile`` writes the container's id (none there yet)."""
-        folder = self._podman.workdir() / "cid"
+        folder = self._cli.workdir() / "cid"
         folder.mkdir(mode=0o700, exist_ok=True)
         path = folder / name
         path.unlink(missing_ok=True)
@@ -441,7 +627,7 @@ class ContainerRuntime:
         return [*words, *limited, *device_options(launch.devices)]
 
     async def _ensure_image(self, image: str, policy: str) -> None:
-        present = (await self._podman.call("image", "exists", image)).code == 0
+        present = (await self._cli.call(*self._cli.image_exists_words(image))).code == 0
         if policy == "Never":
             if not present:
                 message = f'Container image "{image}" is not present with pull policy of Never'
@@ -449,13 +635,13 @@ class ContainerRuntime:
             return
         if present and policy == "IfNotPresent":
             return
-        reply = await self._podman.call("pull", "--quiet", image)
+        reply = await self._cli.call("pull", "--quiet", image)
         if reply.code != 0:
             message = f'failed to pull image "{image}": {reply.last_line}'
             raise StartError("ErrImagePull", "ErrImagePull", message, image=image)
 
     async def _image_config(self, image: str) -> Mapping[str, Any]:
-        found = await self._podman.json("image", "inspect", "--format", "json", image)
+        found = await self._cli.json("image", *self._cli.inspect_words(image))
         if not found:
             return {}
         config = found[0].get("Config") if isinstance(found, list) else None
@@ -470,7 +656,7 @@ class Container(StdioRun):
 
     def __init__(
         self,
-        podman: Podman,
+        cli: Cli,
         client: asyncio.subprocess.Process,
         name: str,
         stdio: Stdio,
@@ -479,15 +665,15 @@ class Container(StdioRun):
         cidfile: Path | None = None,
     ) -> None:
         super().__init__(client, stdio)
-        self._podman, self.name = podman, name
-        self.container_id = f"podman://{container_id}" if container_id else ""
+        self._cli, self.name = cli, name
+        self.container_id = f"{cli.name}://{container_id}" if container_id else ""
         self._cidfile = cidfile
         self._state: Mapping[str, Any] = {}
         self._oom_before = processes.oom_kills()
 
     async def wait(self) -> int:
         returncode = await self._process.wait()
-        found = await self._podman.json("inspect", "--format", "json", self.name)
+        found = await self._cli.json(*self._cli.inspect_words(self.name))
         if isinstance(found, list) and found and isinstance(found[0].get("State"), dict):
             self._state = found[0]["State"]
         return returncode
@@ -497,13 +683,13 @@ class Container(StdioRun):
             return False
         if signum == signal.SIGKILL:  # not proxied: the container itself is killed
             asyncio.get_running_loop().create_task(
-                self._podman.call("kill", "--signal", "KILL", self.name)
+                self._cli.call("kill", "--signal", "KILL", self.name)
             )
             return True
         return processes.signal_group(self._process.pid, signum)  # proxied into the container
 
     async def finish(self) -> None:
-        await self._podman.call("rm", "-f", "-t", "0", self.name)
+        await self._cli.call(*self._cli.remove_words(self.name))
         processes.signal_group(self._process.pid, signal.SIGKILL)
         self.close_stdin()
         if self._cidfile is not None:
@@ -523,8 +709,7 @@ class Container(StdioRun):
 
     def exec_argv(self, command: list[str], *, tty: bool) -> tuple[list[str], int]:
         flags = ["-i", "-t"] if tty else ["-i"]
-        conf = f"CONTAINERS_CONF={self._podman.conf}"
-        return ["env", conf, *self._podman.argv("exec", *flags, self.name, *command)], 0
+        return self._cli.exec_argv(*flags, self.name, *command), 0
 
 
 def pull_policy(spec: Mapping[str, Any]) -> str:
@@ -700,12 +885,12 @@ def _alive(pid: str) -> bool:
     return True
 
 
-async def works(podman: Podman) -> bool:
-    """Whether podman runs here (``podman info`` answers), with this session's settings."""
-    if not available(podman.binary):
+async def works(cli: Cli) -> bool:
+    """Whether the runtime runs here (its ``info`` answers), with this session's settings."""
+    if not available(cli.binary):
         return False
-    podman.write_conf()
-    return await podman.info() is not None
+    cli.write_conf()
+    return await cli.info() is not None
 
 
 def container_name(session: str, target: Target) -> str:

@@ -199,10 +199,10 @@ def test_auto_keeps_processes_when_every_container_has_a_command(tmp_path: Path)
 def test_auto_falls_back_to_processes_without_podman(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("PATH", str(tmp_path))  # no podman on it
+    monkeypatch.setenv("PATH", str(tmp_path))  # no podman, no docker on it
     choice = asyncio.run(runtimes.choose("auto", state_dir=tmp_path, job=_job(None)))
     assert choice.runtime is None
-    assert choice.line == "runtime: process (auto: podman does not work here)"
+    assert choice.line == "runtime: process (auto: neither podman nor docker works here)"
 
 
 def test_auto_picks_podman_for_a_container_without_command_when_it_works(
