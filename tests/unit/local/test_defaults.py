@@ -81,7 +81,9 @@ def test_pod_spec_and_container_defaults() -> None:
         ("localhost:5000/python:3.12", "IfNotPresent"),
         ("python:3.12", "IfNotPresent"),
         ("python@sha256:" + "a" * 64, "IfNotPresent"),
-        ("python:latest@sha256:" + "a" * 64, "IfNotPresent"),
+        ("python:latest@sha256:" + "a" * 64, "Always"),
+        ("python:3@sha256:" + "a" * 64, "IfNotPresent"),
+        ("", "IfNotPresent"),
     ],
 )
 def test_image_pull_policy(image: str, policy: str) -> None:
@@ -129,6 +131,7 @@ def test_volume_defaults() -> None:
                 {"name": "c", "projected": {"sources": [{"configMap": {"name": "cm"}}]}},
                 {"name": "d", "hostPath": {"path": "/tmp"}},
                 {"name": "e", "emptyDir": {}},
+                {"name": "f"},
             ],
         }
     )
@@ -144,6 +147,7 @@ def test_volume_defaults() -> None:
         },
         {"name": "d", "hostPath": {"path": "/tmp", "type": ""}},
         {"name": "e", "emptyDir": {}},
+        {"name": "f", "emptyDir": {}},
     ]
 
 
@@ -206,7 +210,9 @@ def test_wrong_types_are_left_for_validation() -> None:
     spec = _pod({"containers": ["x", {"name": "c", "ports": "80", "env": [1]}], "volumes": 3})
     assert spec["containers"][0] == "x"
     assert spec["containers"][1]["ports"] == "80"
-    assert "imagePullPolicy" not in spec["containers"][1]  # no image: nothing to decide from
+    assert spec["containers"][1]["imagePullPolicy"] == "IfNotPresent"  # kube's, for no image
+    odd = _pod({"containers": [{"name": "c", "image": 5}]})
+    assert "imagePullPolicy" not in odd["containers"][0]
 
 
 def test_service_defaults() -> None:
@@ -307,3 +313,39 @@ def test_other_kinds_untouched() -> None:
     defaults.apply("", "configmaps", obj, create=True)
     defaults.apply("kubeflow.org", "pytorchjobs", obj, create=True)
     assert obj == {"data": {"a": "b"}, "spec": {"x": 1}}
+
+
+def test_host_network_ports_get_their_host_port() -> None:
+    ports = [{"containerPort": 80}, {"containerPort": 81, "hostPort": 8081}]
+    spec = _pod({"hostNetwork": True, "containers": [{"name": "c", "image": "x", "ports": ports}]})
+    assert [(p["containerPort"], p["hostPort"]) for p in spec["containers"][0]["ports"]] == [
+        (80, 80),
+        (81, 8081),
+    ]
+    spec = _pod({"containers": [{"name": "c", "image": "x", "ports": [{"containerPort": 80}]}]})
+    assert "hostPort" not in spec["containers"][0]["ports"][0]
+
+
+def test_namespace_label_secret_type_and_session_affinity_config() -> None:
+    ns: dict[str, Any] = {"metadata": {"name": "team", "labels": {"a": "b"}}}
+    defaults.apply("", "namespaces", ns, create=True)
+    assert ns["metadata"]["labels"] == {"a": "b", "kubernetes.io/metadata.name": "team"}
+    secret: dict[str, Any] = {"metadata": {"name": "s"}}
+    defaults.apply("", "secrets", secret, create=True)
+    assert secret["type"] == "Opaque"
+    typed = {"metadata": {"name": "s"}, "type": "kubernetes.io/tls"}
+    defaults.apply("", "secrets", typed, create=True)
+    assert typed["type"] == "kubernetes.io/tls"
+    svc: dict[str, Any] = {"spec": {"sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 5}}}}
+    defaults.apply("", "services", svc, create=True)
+    assert "sessionAffinityConfig" not in svc["spec"]  # kube drops it under None
+    ext: dict[str, Any] = {"spec": {"externalIPs": ["192.0.2.1"]}}
+    defaults.apply("", "services", ext, create=True)
+    assert ext["spec"]["externalTrafficPolicy"] == "Cluster"
+
+
+def test_job_pod_failure_policy_patterns_default_to_true() -> None:
+    rule = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}
+    job = _job({"podFailurePolicy": {"rules": [rule]}, "template": {"spec": {}}})
+    assert rule["onPodConditions"] == [{"type": "DisruptionTarget", "status": "True"}]
+    assert job["spec"]["podReplacementPolicy"] == "Failed"

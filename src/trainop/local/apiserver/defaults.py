@@ -5,17 +5,22 @@ Role: what a client reads back from a cluster is its body plus the API's default
 runs add to a new pod. ``apply`` runs on the decoded body of a create, an update, every patch
 and server-side apply (dry-run included), before validation and storage, as kube-apiserver
 defaults every request body when it decodes it. A value the client gave is never replaced;
-values of the wrong type are left alone for validation to refuse.
+values of the wrong type are left alone for validation to refuse. (Kube's own exceptions are
+kept: a Namespace's name label is always its name; ``sessionAffinity: None`` drops a
+``sessionAffinityConfig``.)
 
 - Pod: ``pod_spec`` (restartPolicy, dnsPolicy, terminationGracePeriodSeconds, schedulerName,
   securityContext, each container's pull policy, termination message, ports' protocol, probes,
   env ``fieldRef``, volumes' modes), plus what only a Pod gets: requests copied from limits,
-  ``enableServiceLinks``; on create the admission plugins' ServiceAccount ``default``, priority
-  0 with ``PreemptLowerPriority``, and the not-ready/unreachable tolerations of 300 s (the
-  service account token volume is not added: local kubelets run no projected volumes).
+  ``enableServiceLinks``, with ``hostNetwork`` each port's ``hostPort``; on create the
+  admission plugins' ServiceAccount ``default``, priority 0 with ``PreemptLowerPriority``, and
+  the not-ready/unreachable tolerations of 300 s (the service account token volume is not
+  added: local kubelets run no projected volumes).
 - batch/v1 Job: parallelism/completions, backoffLimit, completionMode, suspend,
   podReplacementPolicy, the template's ``pod_spec``; the Job's labels from its template when
   it has none; on create (``manualSelector`` not true) the generated selector and labels.
+- Namespace: the ``kubernetes.io/metadata.name`` label (always its name, as kube sets it);
+  Secret: ``type: Opaque``.
 - Service: type, sessionAffinity, ports' protocol and targetPort, internalTrafficPolicy; the IP
   family fields where the service has a ``clusterIP`` (this server allocates none).
 
@@ -29,6 +34,7 @@ from typing import Any
 JOB_NAME_LABELS = ("job-name", "batch.kubernetes.io/job-name")
 CONTROLLER_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
 SELECTOR_LABEL = "batch.kubernetes.io/controller-uid"
+NAMESPACE_LABEL = "kubernetes.io/metadata.name"
 FILE_MODE = 0o644  # 420, what kube stores as defaultMode
 TOLERATION_SECONDS = 300
 _TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
@@ -38,6 +44,10 @@ _PROBE = {"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "fail
 def apply(group: str, plural: str, obj: dict[str, Any], *, create: bool) -> None:
     """Default ``obj`` (the body of a write to ``group``/``plural``) in place; ``create`` adds
     what kube sets only on create (pod admission, a Job's generated selector)."""
+    if not group and plural == "namespaces":
+        namespace(obj)
+    if not group and plural == "secrets":
+        _default(obj, "type", "Opaque")
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return
@@ -81,6 +91,10 @@ def pod(spec: dict[str, Any]) -> None:
     pod_spec(spec)
     _default(spec, "enableServiceLinks", True)
     for container in _containers(spec):
+        if spec.get("hostNetwork") is True:  # the host's port is the container's
+            for port in _dicts(container.get("ports")):
+                if not port.get("hostPort") and "containerPort" in port:
+                    port["hostPort"] = port["containerPort"]
         resources = _dict(container, "resources")
         limits = _dict(resources, "limits") if resources is not None else None
         if resources is None or not limits:
@@ -113,21 +127,23 @@ def pod_spec(spec: dict[str, Any]) -> None:
 
 
 def pull_policy(image: str) -> str:
-    """``Always`` for an image with no tag or the tag ``latest``, else ``IfNotPresent`` (a
-    digest counts as a tag)."""
-    if "@" in image:
-        return "IfNotPresent"
-    last = image.rsplit("/", 1)[-1]
+    """``Always`` when the image's tag is ``latest``, or when it has neither tag nor digest
+    (``latest`` is assumed then), else ``IfNotPresent``."""
+    name, _, digest = image.partition("@")
+    last = name.rsplit("/", 1)[-1]
     tag = last.rsplit(":", 1)[1] if ":" in last else ""
-    return "IfNotPresent" if tag and tag != "latest" else "Always"
+    if not image or (not tag and digest):
+        return "IfNotPresent"
+    return "Always" if tag in ("", "latest") else "IfNotPresent"
 
 
 def container(c: dict[str, Any]) -> None:
     """One container (also an init or ephemeral container)."""
     _default(c, "terminationMessagePath", "/dev/termination-log")
     _default(c, "terminationMessagePolicy", "File")
-    if "imagePullPolicy" not in c and isinstance(c.get("image"), str):
-        c["imagePullPolicy"] = pull_policy(c["image"])
+    image = c.get("image")
+    if not c.get("imagePullPolicy") and isinstance(image, str | None):
+        c["imagePullPolicy"] = pull_policy(image or "")
     _default(c, "resources", {})
     for port in _dicts(c.get("ports")):
         _default(port, "protocol", "TCP")
@@ -157,6 +173,8 @@ def _http_get(handler: dict[str, Any]) -> None:
 
 
 def _volume(volume: dict[str, Any]) -> None:
+    if set(volume) <= {"name"}:  # no source at all: an emptyDir
+        volume["emptyDir"] = {}
     for key in ("configMap", "secret", "projected", "downwardAPI"):
         source = _dict(volume, key)
         if source is not None:
@@ -211,6 +229,16 @@ def _tolerates(toleration: dict[str, Any], taint: str) -> bool:
     return key_ok and effect in ("", "NoExecute")
 
 
+def namespace(obj: dict[str, Any]) -> None:
+    """A Namespace is labelled with its own name (``kubernetes.io/metadata.name``)."""
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if isinstance(meta, dict) and isinstance(name, str) and name:
+        labels = _default(meta, "labels", {})
+        if isinstance(labels, dict):
+            labels[NAMESPACE_LABEL] = name
+
+
 # ---- services ---------------------------------------------------------------------------
 
 
@@ -218,6 +246,8 @@ def service(spec: dict[str, Any]) -> None:
     """A Service's ``spec``."""
     _default(spec, "type", "ClusterIP")
     _default(spec, "sessionAffinity", "None")
+    if spec.get("sessionAffinity") == "None":
+        spec.pop("sessionAffinityConfig", None)  # kube drops it: it configures ClientIP only
     if spec.get("sessionAffinity") == "ClientIP":
         config = _default(spec, "sessionAffinityConfig", {})
         client_ip = _default(config, "clientIP", {}) if isinstance(config, dict) else None
@@ -231,7 +261,7 @@ def service(spec: dict[str, Any]) -> None:
     if kind == "ExternalName":
         return
     _default(spec, "internalTrafficPolicy", "Cluster")
-    if kind in ("NodePort", "LoadBalancer"):
+    if kind in ("NodePort", "LoadBalancer") or spec.get("externalIPs"):
         _default(spec, "externalTrafficPolicy", "Cluster")
     if kind == "LoadBalancer":
         _default(spec, "allocateLoadBalancerNodePorts", True)
@@ -256,6 +286,10 @@ def job(obj: dict[str, Any]) -> None:
     _default(spec, "completionMode", "NonIndexed")
     _default(spec, "suspend", False)
     failure_policy = spec.get("podFailurePolicy")
+    rules = _dicts(failure_policy.get("rules")) if isinstance(failure_policy, dict) else []
+    for rule in rules:
+        for pattern in _dicts(rule.get("onPodConditions")):
+            _default(pattern, "status", "True")
     _default(spec, "podReplacementPolicy", "Failed" if failure_policy else "TerminatingOrFailed")
     template = _dict(spec, "template")
     if template is None:

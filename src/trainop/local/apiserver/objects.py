@@ -23,7 +23,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from . import resources
+from . import defaults, resources
 
 _SYSTEM_META = (
     "uid",
@@ -70,6 +70,7 @@ def initial_status(rt: resources.ResourceType, obj: dict[str, Any]) -> None:
     if rt.plural == "pods" and not rt.group:
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj.get("spec") or {})}
     if rt.plural == "namespaces" and not rt.group:
+        defaults.namespace(obj)  # also for those the server makes itself, without admission
         obj["spec"] = {"finalizers": ["kubernetes"]}
         obj["status"] = {"phase": "Active"}
 
