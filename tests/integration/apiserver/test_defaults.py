@@ -141,3 +141,32 @@ def test_job_reads_back_with_the_defaults_and_generated_labels(
     assert template.service_account_name is None  # admission defaults pods, not templates
     again = batch.read_namespaced_job("launcher", ns)
     assert again.spec.selector.match_labels == job.spec.selector.match_labels
+
+
+def test_server_side_apply_defaults_and_a_repeat_changes_nothing(
+    api_client: k8s.ApiClient, ns: str
+) -> None:
+    core = k8s.CoreV1Api(api_client)
+    body = {"apiVersion": "v1", "kind": "Pod", **_pod("p")}
+    apply: dict[str, Any] = {"_content_type": "application/apply-patch+yaml"}
+    made = core.patch_namespaced_pod("p", ns, body, field_manager="me", **apply)
+    assert made.spec.containers[0].ports[0].protocol == "TCP"
+    assert made.spec.service_account_name == "default"  # created by the apply: admission ran
+    again = core.patch_namespaced_pod("p", ns, body, field_manager="me", **apply)
+    assert again.metadata.resource_version == made.metadata.resource_version
+    (entry,) = [e for e in again.metadata.managed_fields if e.manager == "me"]
+    container = entry.fields_v1["f:spec"]["f:containers"]['k:{"name":"pytorch"}']
+    assert "f:terminationMessagePath" not in container  # defaults are not the applier's
+    other = {**body, "metadata": {"name": "q"}}
+    dry = core.patch_namespaced_pod("q", ns, other, field_manager="me", dry_run="All", **apply)
+    assert dry.spec.containers[0].termination_message_policy == "File"
+
+
+def test_namespace_label_and_secret_type(api_client: k8s.ApiClient, ns: str) -> None:
+    core = k8s.CoreV1Api(api_client)
+    assert core.read_namespace(ns).metadata.labels == {"kubernetes.io/metadata.name": ns}
+    assert core.read_namespace("default").metadata.labels == {
+        "kubernetes.io/metadata.name": "default"
+    }
+    secret = core.create_namespaced_secret(ns, {"metadata": {"name": "s"}, "data": {}})
+    assert secret.type == "Opaque"
