@@ -386,6 +386,9 @@ def test_pytorch_init_container_is_upstreams_default(server: RunningServer) -> N
                     "err=1;for i in $(seq 100); do if nslookup pt-master-0; then err=0 && break;"
                     " fi;echo waiting for master; sleep 2; done; exit $err",
                 ],
+                # the API server's defaults, as a cluster stores them
+                "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File",
             }
         ]
         assert "initContainers" not in pods["pt-master-0"]["spec"]
