@@ -162,7 +162,7 @@ def test_a_docker_run_is_the_podman_run_but_for_the_dialects_words(
     docker, log = _fake(tmp_path, {})
     runtime = containers.ContainerRuntime(docker, session="s1")
     runtime.network = "trainop-s1"
-    spec = {"name": "pytorch", "image": "img:1", "args": ["--fast"], "workingDir": "/w"}
+    spec: dict[str, object] = {"name": "pytorch", "image": "img:1", "workingDir": "/w"}
     launch = _launch(tmp_path, spec, args=["--fast"], pod_env={"MASTER_ADDR": "job-master-0"})
 
     async def scenario() -> tuple[int, tuple[int, str], bytes, str, list[str]]:
