@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 .PHONY: help demo venv check lint format typecheck contracts test test-slow manifests clean \
-	kubectl-env e2e-env e2e-env-all e2e e2e-all container-env container-images
+	kubectl-env e2e-env e2e-env-all e2e e2e-all container-env container-images docker-env
 
 help:
 	@echo "make demo       install and run a real distributed PyTorch job locally (trainop run)"
@@ -20,6 +20,7 @@ help:
 	@echo "make e2e-all    every framework's example (installs them: e2e-env-all, .venv-mxnet, .venv-mpich, .venv-impi)"
 	@echo "make container-env     podman, runc, mmdebstrap from apt (for --runtime podman)"
 	@echo "make container-images  the container e2e test's local images (no registry needed)"
+	@echo "make docker-env        docker.io from apt and a running dockerd (for --runtime docker)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -125,6 +126,25 @@ container-env:
 
 container-images: container-env
 	containers/build-images.sh || echo "container-images: failed (the container tests will skip)"
+
+# Docker (--runtime docker, docs/design/095): Debian's docker.io where dockerd is missing, and
+# dockerd started in the background (its log: DOCKERD_LOG) only where `docker info` fails.
+# Skipped with a message where apt-get or the daemon fails. Not part of e2e: it installs and
+# starts a root daemon that stays running and adds a bridge and iptables rules to the machine;
+# the docker tests run (and container-images loads the images into docker) where docker works.
+DOCKERD_LOG ?= /tmp/trainop-dockerd.log
+docker-env:
+	@if command -v dockerd >/dev/null; then :; \
+	elif command -v apt-get >/dev/null; then \
+		{ apt-get update && apt-get install -y --no-install-recommends docker.io; } || \
+		echo "docker-env: apt-get failed: skipped (the docker tests will skip)"; \
+	else echo "docker-env: no apt-get here: skipped (the docker tests will skip)"; fi
+	@if command -v dockerd >/dev/null && ! docker info >/dev/null 2>&1; then \
+		echo "docker-env: starting dockerd in the background (log: $(DOCKERD_LOG))"; \
+		setsid nohup dockerd >$(DOCKERD_LOG) 2>&1 </dev/null & \
+		for i in $$(seq 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done; \
+		docker info >/dev/null 2>&1 || \
+		echo "docker-env: dockerd does not answer (see $(DOCKERD_LOG)): skipped"; fi
 
 e2e-all: e2e-env-all kubectl-env
 	$(E2E_RUN)

@@ -9,6 +9,9 @@
 #   localhost/trainop-debian-mpi-ssh:12  the MPI base + openssh-server and openssh-client
 #   localhost/trainop-mpi-ssh:1      + host keys, sshd and ssh client settings, /run/sshd and
 #                                    /opt/trainop/allreduce.py (MPIJob v2beta1 over real SSH)
+# Where docker works (`docker info` answers: make docker-env) each image is then loaded into
+# docker too (podman save | docker load), only where docker lacks it or has another image id
+# under its name (docker keeps podman's id: sha256:<id>), for --runtime docker.
 # Skips (exit 0, a message) when podman or mmdebstrap is missing. STATE: a scratch directory.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -51,3 +54,15 @@ fi
 $podman build -t localhost/trainop-mpi-ssh:1 -f "$here/Containerfile.mpi-ssh" "$here/../examples/mpi"
 echo "container-images: built localhost/trainop-ddp:1, trainop-ddp-entry:1, trainop-mpi:1" \
     "and trainop-mpi-ssh:1"
+if ! command -v docker >/dev/null 2>&1 || ! docker info >/dev/null 2>&1; then
+    echo "container-images: docker does not work here (make docker-env): not loaded into docker"
+    exit 0
+fi
+for image in localhost/trainop-debian-py:12 localhost/trainop-ddp:1 localhost/trainop-ddp-entry:1 \
+    localhost/trainop-mpi:1 localhost/trainop-mpi-ssh:1; do
+    id=$($podman image inspect --format '{{.Id}}' "$image")
+    if [ "$(docker image inspect --format '{{.Id}}' "$image" 2>/dev/null)" != "sha256:$id" ]; then
+        $podman save "$image" | docker load
+    fi
+done
+echo "container-images: docker has them too"

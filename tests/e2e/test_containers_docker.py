@@ -23,6 +23,7 @@ import pytest
 from tests.e2e.test_containers import (
     _OURS,
     MANIFESTS,
+    MPI_PROOF,
     ROOT,
     TRAINOP,
     _exec_into_a_container,
@@ -31,6 +32,7 @@ from tests.e2e.test_containers import (
     _run,
 )
 
+MPI_IMAGES = ("localhost/trainop-mpi:1", "localhost/trainop-mpi-ssh:1")
 IMAGES = (
     "localhost/trainop-ddp:1",
     "localhost/trainop-ddp-entry:1",
@@ -198,3 +200,19 @@ def test_local_up_with_docker_runs_jobs_and_kubectl_exec_reaches_a_container(
             check=False,
         )
     assert down.returncode == 0, down.stderr
+
+
+@pytest.mark.parametrize(
+    ("manifest", "job"),
+    [
+        (MANIFESTS / "mpi-allreduce.yaml", "mpi-allreduce"),  # ranks started by docker exec
+        (ROOT / "examples" / "mpi" / "v2beta1-ssh-containers.yaml", "mpi-v2-ssh"),  # real ssh
+    ],
+)
+def test_an_mpi_launcher_reaches_its_docker_workers(docker: Path, manifest: Path, job: str) -> None:
+    for image in MPI_IMAGES:
+        if _docker("image", "inspect", image).returncode != 0:
+            pytest.skip(f"image {image} is not loaded into docker (make container-images)")
+    code, output, _ = _run(manifest, "--runtime", "docker")
+    assert code == 0, output
+    assert MPI_PROOF.findall(output) == [f"{job}-worker-0,{job}-worker-1"], output
