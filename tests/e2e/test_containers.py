@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -80,14 +80,105 @@ def podman(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for image in IMAGES:
         if _podman(tmp_path, "image", "exists", image).returncode != 0:
             pytest.skip(f"image {image} is missing (make container-images)")
+    yield from private_sessions(tmp_path, monkeypatch, _left)
+
+
+Left = Callable[[Path], tuple[list[str], list[str]]]  # a runtime's ``_left``
+
+
+def private_sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, left: Left) -> Iterator[Path]:
+    """A runtime fixture's body: the test's sessions keep their state under ``tmp_path`` and a
+    short private TMPDIR, and leave no container or network (``left``) when it ends."""
     short = tempfile.mkdtemp(prefix="tp-", dir="/tmp")  # sockets' paths stay short
     monkeypatch.setenv("TMPDIR", short)
     _OURS[tmp_path] = (str(tmp_path), short)
     try:
         yield tmp_path
-        assert _left(tmp_path) == ([], [])
+        assert left(tmp_path) == ([], [])
     finally:
         shutil.rmtree(short, ignore_errors=True)
+
+
+def wait_for_a_container(tmp: Path, left: Left, process: subprocess.Popen[str]) -> None:
+    """Until a container of the test's sessions exists (90 s at most, or ``process`` ended)."""
+    deadline = time.monotonic() + 90
+    while not left(tmp)[0] and time.monotonic() < deadline and process.poll() is None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=0.2)
+    assert left(tmp)[0], "no container appeared before the deadline"
+
+
+def check_the_next_start_reaps_a_sigkilled_session(tmp: Path, runtime: str, left: Left) -> None:
+    manifest = str(MANIFESTS / "pytorch-ddp.yaml")
+    process = subprocess.Popen(
+        [*TRAINOP, "run", "--runtime", runtime, "--timeout", "120", manifest],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        wait_for_a_container(tmp, left, process)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    containers, networks = left(tmp)
+    assert containers
+    assert networks
+    code, output, _ = _run(MANIFESTS / "pytorch-ddp-entrypoint.yaml", "--runtime", runtime)
+    assert code == 0, output  # and the fixture finds nothing left of either session
+
+
+def check_ctrl_c_leaves_no_container(tmp: Path, runtime: str, left: Left) -> None:
+    process = subprocess.Popen(
+        [*TRAINOP, "run", "--runtime", runtime, str(MANIFESTS / "pytorch-ddp.yaml")],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    wait_for_a_container(tmp, left, process)
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 130, output
+    # the fixture asserts that no container or network is left
+
+
+def check_local_up_runs_containers(tmp: Path, runtime: str, left: Left) -> None:
+    """``local up --runtime <runtime>`` runs a job submitted to it, ``kubectl exec`` reaches a
+    pod's container, and ``local down`` leaves nothing (the fixture checks)."""
+    state = tmp / "cluster"
+    up = subprocess.run(
+        [*TRAINOP, "local", "up", "--state-dir", str(state), "--runtime", runtime],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert up.returncode == 0, up.stderr
+    env = {**os.environ, "KUBECONFIG": str(state / "kubeconfig")}
+    try:
+        log = (state / "trainop.log").read_text()  # the daemon's log says which runtime
+        assert f"runtime: {runtime} (asked for; a network of their own)" in log
+        manifest = str(MANIFESTS / "pytorch-ddp-entrypoint.yaml")
+        subprocess.run([*TRAINOP, "submit", "-f", manifest], env=env, check=True, timeout=60)
+        wait = ["wait", "pytorchjob", "ddp-entrypoint", "--for", "Succeeded", "--timeout", "120"]
+        waited = subprocess.run(
+            [*TRAINOP, *wait], env=env, capture_output=True, text=True, timeout=180, check=False
+        )
+        assert waited.returncode == 0, waited.stdout + waited.stderr
+        assert left(tmp)[1], "the session's network exists while the cluster runs"
+        if shutil.which("kubectl"):
+            _exec_into_a_container(env, tmp)
+    finally:
+        down = subprocess.run(
+            [*TRAINOP, "local", "down", "--state-dir", str(state)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert down.returncode == 0, down.stderr
 
 
 def _run(
@@ -136,46 +227,24 @@ def test_auto_picks_podman_for_an_image_entrypoint_and_it_succeeds(podman: Path)
     assert _ranks(output) == {"master-0": master, "worker-0": master, "worker-1": master}
 
 
-def test_a_missing_image_shows_err_image_pull_and_the_run_ends(
-    podman: Path, tmp_path: Path
-) -> None:
-    manifest = tmp_path / "missing.yaml"
+def test_a_missing_image_shows_err_image_pull_and_the_run_ends(podman: Path) -> None:
+    check_a_missing_image_ends_the_run(podman, "podman", "Error: ")
+
+
+def check_a_missing_image_ends_the_run(tmp: Path, runtime: str, error: str) -> None:
+    """``ErrImagePull`` with the runtime's message (which begins with ``error``) ends it."""
+    manifest = tmp / "missing.yaml"
     text = (MANIFESTS / "pytorch-ddp.yaml").read_text()
     manifest.write_text(text.replace("localhost/trainop-ddp:1", "localhost/trainop-missing:1"))
-    code, output, elapsed = _run(manifest, "--runtime", "podman", "--timeout", "90")
+    code, output, elapsed = _run(manifest, "--runtime", runtime, "--timeout", "90")
     assert code == 1, output
     assert "(ErrImagePull)" in output
-    assert 'failed to pull image "localhost/trainop-missing:1": Error: ' in output
+    assert f'failed to pull image "localhost/trainop-missing:1": {error}' in output
     assert elapsed < 90
 
 
 def test_the_next_start_reaps_what_a_sigkilled_session_left(podman: Path) -> None:
-    process = subprocess.Popen(
-        [
-            *TRAINOP,
-            "run",
-            "--runtime",
-            "podman",
-            "--timeout",
-            "120",
-            str(MANIFESTS / "pytorch-ddp.yaml"),
-        ],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 90
-    try:
-        while not _left(podman)[0] and time.monotonic() < deadline:
-            time.sleep(0.2)
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-    containers, networks = _left(podman)
-    assert containers, "no container appeared before the deadline"
-    assert networks
-    code, output, _ = _run(MANIFESTS / "pytorch-ddp-entrypoint.yaml", "--runtime", "podman")
-    assert code == 0, output  # and the fixture finds nothing left of either session
+    check_the_next_start_reaps_a_sigkilled_session(podman, "podman", _left)
 
 
 def _one_master_job(name: str, command: list[str], limits: str) -> str:
@@ -219,67 +288,11 @@ def test_a_memory_limit_is_enforced_and_its_kill_is_oomkilled(podman: Path, tmp_
 
 
 def test_ctrl_c_of_trainop_run_leaves_no_container(podman: Path) -> None:
-    process = subprocess.Popen(
-        [*TRAINOP, "run", "--runtime", "podman", str(MANIFESTS / "pytorch-ddp.yaml")],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    deadline = time.monotonic() + 90
-    while not _left(podman)[0] and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert _left(podman)[0], "no container appeared before the deadline"
-    process.send_signal(signal.SIGINT)
-    output, _ = process.communicate(timeout=60)
-    assert process.returncode == 130, output
-    # the fixture asserts that no container or network is left
+    check_ctrl_c_leaves_no_container(podman, "podman", _left)
 
 
-def test_local_up_runs_containers_and_local_down_leaves_none(podman: Path, tmp_path: Path) -> None:
-    state = tmp_path / "cluster"
-    up = subprocess.run(
-        [*TRAINOP, "local", "up", "--state-dir", str(state), "--runtime", "podman"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert up.returncode == 0, up.stderr
-    env = {**os.environ, "KUBECONFIG": str(state / "kubeconfig")}
-    try:
-        manifest = str(MANIFESTS / "pytorch-ddp-entrypoint.yaml")
-        subprocess.run([*TRAINOP, "submit", "-f", manifest], env=env, check=True, timeout=60)
-        waited = subprocess.run(
-            [
-                *TRAINOP,
-                "wait",
-                "pytorchjob",
-                "ddp-entrypoint",
-                "--for",
-                "Succeeded",
-                "--timeout",
-                "120",
-            ],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
-        assert waited.returncode == 0, waited.stdout + waited.stderr
-        assert _left(podman)[1], "the session's network exists while the cluster runs"
-        if shutil.which("kubectl"):
-            _exec_into_a_container(env, tmp_path)
-    finally:
-        down = subprocess.run(
-            [*TRAINOP, "local", "down", "--state-dir", str(state)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-    assert down.returncode == 0, down.stderr
+def test_local_up_runs_containers_and_local_down_leaves_none(podman: Path) -> None:
+    check_local_up_runs_containers(podman, "podman", _left)
 
 
 def test_a_tfjob_reaches_every_task_by_the_hosts_tf_config_names(podman: Path) -> None:

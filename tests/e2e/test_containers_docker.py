@@ -8,12 +8,9 @@ Skipped, with the reason, where ``docker info`` fails or the images are not load
 from __future__ import annotations
 
 import json
-import os
+import re
 import shutil
-import signal
 import subprocess
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,15 +18,19 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_containers import (
-    _OURS,
+    LIMITS_JOB,
     MANIFESTS,
     MPI_PROOF,
+    OOM_JOB,
     ROOT,
-    TRAINOP,
-    _exec_into_a_container,
     _ours,
     _ranks,
     _run,
+    check_a_missing_image_ends_the_run,
+    check_ctrl_c_leaves_no_container,
+    check_local_up_runs_containers,
+    check_the_next_start_reaps_a_sigkilled_session,
+    private_sessions,
 )
 
 MPI_IMAGES = ("localhost/trainop-mpi:1", "localhost/trainop-mpi-ssh:1")
@@ -82,22 +83,7 @@ def docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for image in IMAGES:
         if _docker("image", "inspect", image).returncode != 0:
             pytest.skip(f"image {image} is not loaded into docker (make container-images)")
-    short = tempfile.mkdtemp(prefix="tp-", dir="/tmp")  # sockets' paths stay short
-    monkeypatch.setenv("TMPDIR", short)
-    _OURS[tmp_path] = (str(tmp_path), short)
-    try:
-        yield tmp_path
-        assert _left(tmp_path) == ([], [])
-    finally:
-        shutil.rmtree(short, ignore_errors=True)
-
-
-def _wait_for_a_container(tmp: Path, process: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 90
-    while not _left(tmp)[0] and time.monotonic() < deadline and process.poll() is None:
-        with pytest.raises(subprocess.TimeoutExpired):
-            process.wait(timeout=0.2)
-    assert _left(tmp)[0], "no container appeared before the deadline"
+    yield from private_sessions(tmp_path, monkeypatch, _left)
 
 
 def test_ddp_succeeds_in_docker_containers_reached_by_pod_names(docker: Path) -> None:
@@ -109,97 +95,22 @@ def test_ddp_succeeds_in_docker_containers_reached_by_pod_names(docker: Path) ->
     assert output.splitlines()[-1].endswith("Succeeded")
 
 
-def test_a_missing_image_in_docker_shows_err_image_pull_and_the_run_ends(
-    docker: Path, tmp_path: Path
-) -> None:
-    manifest = tmp_path / "missing.yaml"
-    text = (MANIFESTS / "pytorch-ddp.yaml").read_text()
-    manifest.write_text(text.replace("localhost/trainop-ddp:1", "localhost/trainop-missing:1"))
-    code, output, elapsed = _run(manifest, "--runtime", "docker", "--timeout", "90")
-    assert code == 1, output
-    assert "(ErrImagePull)" in output
-    assert 'failed to pull image "localhost/trainop-missing:1": Error response from daemon' in (
-        output
-    )
-    assert elapsed < 90
+def test_a_missing_image_in_docker_shows_err_image_pull_and_the_run_ends(docker: Path) -> None:
+    check_a_missing_image_ends_the_run(docker, "docker", "Error response from daemon: ")
 
 
 def test_ctrl_c_of_a_docker_run_leaves_no_container(docker: Path) -> None:
-    process = subprocess.Popen(
-        [*TRAINOP, "run", "--runtime", "docker", str(MANIFESTS / "pytorch-ddp.yaml")],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    _wait_for_a_container(docker, process)
-    process.send_signal(signal.SIGINT)
-    output, _ = process.communicate(timeout=60)
-    assert process.returncode == 130, output
-    # the fixture asserts that no container or network is left
+    check_ctrl_c_leaves_no_container(docker, "docker", _left)
 
 
 def test_the_next_docker_start_reaps_what_a_sigkilled_session_left(docker: Path) -> None:
-    manifest = str(MANIFESTS / "pytorch-ddp.yaml")
-    process = subprocess.Popen(
-        [*TRAINOP, "run", "--runtime", "docker", "--timeout", "120", manifest],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        _wait_for_a_container(docker, process)
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-    containers, networks = _left(docker)
-    assert containers
-    assert networks
-    code, output, _ = _run(MANIFESTS / "pytorch-ddp-entrypoint.yaml", "--runtime", "docker")
-    assert code == 0, output  # and the fixture finds nothing left of either session
+    check_the_next_start_reaps_a_sigkilled_session(docker, "docker", _left)
 
 
 def test_local_up_with_docker_runs_jobs_and_kubectl_exec_reaches_a_container(
-    docker: Path, tmp_path: Path
+    docker: Path,
 ) -> None:
-    state = tmp_path / "cluster"
-    up = subprocess.run(
-        [*TRAINOP, "local", "up", "--state-dir", str(state), "--runtime", "docker"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert up.returncode == 0, up.stderr
-    log = (state / "trainop.log").read_text()  # the daemon's log says which runtime
-    assert "runtime: docker (asked for; a network of their own)" in log
-    env = {**os.environ, "KUBECONFIG": str(state / "kubeconfig")}
-    try:
-        manifest = str(MANIFESTS / "pytorch-ddp-entrypoint.yaml")
-        subprocess.run([*TRAINOP, "submit", "-f", manifest], env=env, check=True, timeout=60)
-        wait = ["wait", "pytorchjob", "ddp-entrypoint", "--for", "Succeeded", "--timeout", "120"]
-        waited = subprocess.run(
-            [*TRAINOP, *wait],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
-        assert waited.returncode == 0, waited.stdout + waited.stderr
-        assert _left(docker)[1], "the session's network exists while the cluster runs"
-        if shutil.which("kubectl"):
-            _exec_into_a_container(env, tmp_path)  # docker exec
-    finally:
-        down = subprocess.run(
-            [*TRAINOP, "local", "down", "--state-dir", str(state)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-    assert down.returncode == 0, down.stderr
+    check_local_up_runs_containers(docker, "docker", _left)  # exec: docker exec
 
 
 @pytest.mark.parametrize(
@@ -216,3 +127,19 @@ def test_an_mpi_launcher_reaches_its_docker_workers(docker: Path, manifest: Path
     code, output, _ = _run(manifest, "--runtime", "docker")
     assert code == 0, output
     assert MPI_PROOF.findall(output) == [f"{job}-worker-0,{job}-worker-1"], output
+
+
+def test_docker_sets_the_pods_limits_and_reports_an_oom_kill(docker: Path, tmp_path: Path) -> None:
+    """Docker's info says memory and CPU limits work here (cgroup v1, cgroupfs): the container
+    runs under 96Mi and half a CPU, and one over 64Mi is killed: 137, OOMKilled."""
+    limited = tmp_path / "limits.yaml"
+    limited.write_text(LIMITS_JOB)
+    code, output, _ = _run(limited, "--runtime", "docker", "--timeout", "90")
+    assert code == 0, output
+    assert re.search(rf"^\[master-0\]\s+memory={96 * 1024 * 1024}$", output, re.M), output
+    assert re.search(r"^\[master-0\]\s+cpu=50000$", output, re.M), output
+    oom = tmp_path / "oom.yaml"
+    oom.write_text(OOM_JOB)
+    code, output, _ = _run(oom, "--runtime", "docker", "--timeout", "90")
+    assert code == 1, output
+    assert "exited with code 137 (OOMKilled)" in output
