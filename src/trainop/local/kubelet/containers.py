@@ -383,7 +383,7 @@ def available(binary: str = "podman") -> bool:
 
 
 class ContainerRuntime:
-    """Containers as Podman containers (see the module docstring)."""
+    """Containers as Podman or Docker containers (see the module docstring)."""
 
     def __init__(
         self,
@@ -518,7 +518,7 @@ class ContainerRuntime:
             processes.signal_group(process.pid, signal.SIGKILL)
             raise
         run = Container(self._cli, process, name, stdio, container_id=container_id, cidfile=cidfile)
-        run.warnings = tuple(limits(spec, controllers)[1])
+        run.warnings = tuple(limits(spec, controllers, self._cli.name)[1])
         return run
 
     async def _hold_dns(self, image: str, argv: list[str]) -> None:
@@ -733,7 +733,7 @@ def combine(config: Mapping[str, Any], *, command: Sequence[str], args: Sequence
 
 
 def limits(
-    spec: Mapping[str, Any], controllers: Collection[str] | None = None
+    spec: Mapping[str, Any], controllers: Collection[str] | None = None, runtime: str = "podman"
 ) -> tuple[list[str], list[StartWarning]]:
     """``--memory`` (bytes) and ``--cpus`` from ``resources.limits`` (where set and valid),
     for the cgroup controllers podman can use (``controllers``; None: unknown, every flag);
@@ -752,7 +752,7 @@ def limits(
         if controllers is not None and key not in controllers:  # the controller's name
             usable = ", ".join(sorted(controllers)) or "none"
             message = (
-                f"limits.{key} {given[key]} is not applied: podman cannot use the cgroup {key} "
+                f"limits.{key} {given[key]} is not applied: {runtime} cannot use the cgroup {key} "
                 f"controller on this machine (usable controllers: {usable}); the container "
                 "runs without this limit"
             )

@@ -7,7 +7,7 @@ exit. Two implementations:
 
 - ``HostRuntime`` (here): the container is a host process group (``processes``), today's
   process kubelet;
-- ``containers.ContainerRuntime``: the container is an OCI container run by Podman.
+- ``containers.ContainerRuntime``: the container is an OCI container run by Podman or Docker.
 
 A start that fails raises ``StartError`` with the terminated reason (``StartError``,
 ``ContainerCannotRun``, ``ErrImagePull`` ...) and the waiting reason kubelet shows right after

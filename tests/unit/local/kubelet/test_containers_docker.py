@@ -75,7 +75,10 @@ def _fake(tmp_path: Path, answers: dict[str, tuple[int, str]]) -> tuple[containe
         "inspect": (0, '[{"State": {"ExitCode": 3, "OOMKilled": false}}]'),
     }
     text = FAKE.format(
-        python=sys.executable, log=str(log), answers=json.dumps({**answers, **defaults}), cid=CID
+        python=sys.executable,
+        log=str(log),
+        answers=json.dumps({**answers, **{k: v for k, v in defaults.items() if k not in answers}}),
+        cid=CID,
     )
     binary.write_text(text)
     binary.chmod(stat.S_IRWXU)
@@ -134,6 +137,20 @@ def test_docker_info_flags_say_which_limits_work(
     info: object, expected: frozenset[str] | None
 ) -> None:
     assert containers.docker_controllers(info) == expected
+
+
+def test_a_limit_docker_cannot_set_is_a_warning_that_names_docker(tmp_path: Path) -> None:
+    docker, _ = _fake(tmp_path, {"info": (0, json.dumps({**INFO, "MemoryLimit": False}))})
+    runtime = containers.ContainerRuntime(docker, session="s4")
+    spec = {"name": "c", "image": "img:1", "resources": {"limits": {"memory": "64Mi"}}}
+
+    async def start() -> tuple[str, ...]:
+        running = await runtime.start(TARGET, _launch(tmp_path, spec), {})
+        await running.wait()
+        return tuple(w.message for w in running.warnings)
+
+    (message,) = asyncio.run(start())
+    assert message.startswith("limits.memory 64Mi is not applied: docker cannot use the cgroup")
 
 
 def test_podman_info_lists_its_controllers() -> None:
