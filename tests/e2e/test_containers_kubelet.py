@@ -1,17 +1,16 @@
-"""The kubelet with the Podman runtime, driven directly (the integration harness): the
-status's ``containerID`` is Podman's id of the run, and ``attach -i`` reaches a container's
-stdin (a pipe, or a terminal with ``tty``) as it does a process's (note 095).
+"""The kubelet with the Podman and the Docker runtime, driven directly (the integration
+harness): the status's ``containerID`` is the runtime's id of the run, and ``attach -i``
+reaches a container's stdin (a pipe, or a terminal with ``tty``) as it does a process's (note
+095).
 
 Uses ``localhost/trainop-debian-py:12`` from ``make container-images``; skipped, with the
-reason, where podman or that image is missing. Containers share the host's network here (no
-session network: nothing in these tests talks to another pod).
+reason, where the runtime does not work or lacks that image. Containers share the host's
+network here (no session network: nothing in these tests talks to another pod).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,52 +18,59 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_containers import _podman
 from tests.integration.kubelet.conftest import Site, site  # noqa: F401  (the fixture)
 from tests.integration.kubelet.harness import Local, pod, run_local
 from tests.integration.kubelet.test_exec import TTY_LINE, _attach, attach_write
-from trainop.local.kubelet.containers import SESSION_LABEL, ContainerRuntime, Podman
+from trainop.local import runtimes
+from trainop.local.kubelet import containers
+from trainop.local.kubelet.containers import SESSION_LABEL, Cli, ContainerRuntime
 
 IMAGE = "localhost/trainop-debian-py:12"
 
 pytestmark = [pytest.mark.e2e, pytest.mark.containers]
 
 
-def _containers(tmp: Path, session: str) -> list[dict[str, Any]]:
-    label = f"label={SESSION_LABEL}={session}"
-    found = _podman(tmp, "ps", "-a", "--filter", label, "--format", "json").stdout
-    return list(json.loads(found or "[]"))
+async def _containers(cli: Cli, session: str) -> list[str]:
+    """The ids of the session's containers, as the runtime lists them."""
+    return [found for found, _ in await cli.containers(f"label={SESSION_LABEL}={session}")]
+
+
+@pytest.fixture(params=["podman", "docker"])
+def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Cli:
+    kind = str(request.param)
+    cli = containers.CLIS[kind](tmp_path / kind)
+    if not asyncio.run(containers.works(cli)):
+        pytest.skip(f"{kind} does not work here (make {runtimes.ENV_TARGETS[kind]})")
+    if asyncio.run(cli.call(*cli.image_exists_words(IMAGE))).code != 0:
+        pytest.skip(f"image {IMAGE} is missing in {kind} (make container-images)")
+    return cli
 
 
 @pytest.fixture
-def runtime(tmp_path: Path) -> Iterator[ContainerRuntime]:
-    if shutil.which("podman") is None:
-        pytest.skip("podman is not installed (make container-env)")
-    if _podman(tmp_path, "image", "exists", IMAGE).returncode != 0:
-        pytest.skip(f"image {IMAGE} is missing (make container-images)")
+def runtime(cli: Cli) -> Iterator[ContainerRuntime]:
     session = f"t{uuid.uuid4().hex[:10]}"
-    yield ContainerRuntime(Podman(tmp_path / "podman"), session=session, network=False)
-    assert _containers(tmp_path, session) == [], "the kubelet's close removes its containers"
+    yield ContainerRuntime(cli, session=session, network=False)
+    left = asyncio.run(_containers(cli, session))
+    assert left == [], "the kubelet's close removes its containers"
 
 
 def _sh(script: str, **extra: Any) -> dict[str, Any]:
     return {"name": "main", "image": IMAGE, "command": ["sh", "-c", script], **extra}
 
 
-def test_the_container_id_is_podmans_id_of_the_run(
+def test_the_container_id_is_the_runtimes_id_of_the_run(
     site: Site,  # noqa: F811
     runtime: ContainerRuntime,
-    tmp_path: Path,
+    cli: Cli,
 ) -> None:
     async def body(env: Local) -> None:
         await env.create(pod("ids", _sh("sleep 600")))
         found = await env.wait("ids", lambda p: "running" in str(p.get("status")))
         shown = found["status"]["containerStatuses"][0]["containerID"]
-        listed = await asyncio.to_thread(_containers, tmp_path, runtime.session)
-        assert [f"podman://{c['Id']}" for c in listed] == [shown]
-        assert len(shown) == len("podman://") + 64
-        name = listed[0]["Names"][0]
-        await asyncio.to_thread(_podman, tmp_path, "kill", "--signal", "KILL", name)
+        listed = await _containers(cli, runtime.session)
+        assert [f"{cli.name}://{found}" for found in listed] == [shown]
+        assert len(shown) == len(f"{cli.name}://") + 64
+        await cli.call("kill", "--signal", "KILL", listed[0])
         ended = await env.phase("ids", "Failed")
         terminated = ended["status"]["containerStatuses"][0]["state"]["terminated"]
         assert (terminated["exitCode"], terminated["containerID"]) == (137, shown)
@@ -82,7 +88,7 @@ def test_attach_writes_to_a_containers_stdin_and_stdin_once_ends_it(
     site: Site,  # noqa: F811
     runtime: ContainerRuntime,
 ) -> None:
-    """``podman run -i`` with a pipe: the kubelet keeps its write end, ``attach -i`` gets a
+    """``run -i`` with a pipe: the kubelet keeps its write end, ``attach -i`` gets a
     copy (the same path as for a host process), ``stdinOnce`` closes it after the attach."""
     reads = _sh("read line; echo got:$line; cat; echo eof", stdin=True, stdinOnce=True)
 
@@ -90,7 +96,7 @@ def test_attach_writes_to_a_containers_stdin_and_stdin_once_ends_it(
         await env.create(pod("once", reads))
         await env.wait("once", lambda p: "running" in str(p.get("status")))
         address = env.kubelet.exec_address
-        # stdinOnce: after the attach the kubelet closes its end, podman the container's stdin
+        # stdinOnce: after the attach the kubelet closes its end, the client the container's
         lines = b"hello from attach\nmore\n"
         await asyncio.to_thread(attach_write, address, env.namespace, "once", lines)
         ended = await env.phase("once", "Succeeded", "Failed")
@@ -109,7 +115,7 @@ def test_a_tty_container_reads_its_terminal_and_stdin_once_keeps_it_open(
     site: Site,  # noqa: F811
     runtime: ContainerRuntime,
 ) -> None:
-    """``tty: true``: ``podman run -i -t`` on a pseudo terminal the kubelet made; the
+    """``tty: true``: ``run -i -t`` on a pseudo terminal the kubelet made; the
     container's stdio is a terminal, and (containerd's rule) stdinOnce does not close it: a
     second attach completes the line the first began."""
     tty = {

@@ -49,7 +49,7 @@ async def _choose(kind: str, *, state_dir: Path, job: dict[str, Any] | None) -> 
         cli = containers.CLIS[kind](state_dir / kind)
         if not await containers.works(cli):
             raise errors.TrainopError(
-                f"--runtime {kind}: {kind} does not work here (make {_ENV_TARGETS[kind]})"
+                f"--runtime {kind}: {kind} does not work here (make {ENV_TARGETS[kind]})"
             )
         return Choice(_runtime(cli), kind, "asked for")
     needy: list[str] = []  # without a job (``local up``): containers whenever one works
@@ -65,7 +65,7 @@ async def _choose(kind: str, *, state_dir: Path, job: dict[str, Any] | None) -> 
     return Choice(None, "process", "auto: neither podman nor docker works here")
 
 
-_ENV_TARGETS = {"podman": "container-env", "docker": "docker-env"}
+ENV_TARGETS = {"podman": "container-env", "docker": "docker-env"}  # what installs each
 
 
 def _runtime(cli: containers.Cli) -> containers.ContainerRuntime:
