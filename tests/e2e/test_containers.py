@@ -203,13 +203,20 @@ def _ranks(output: str) -> dict[str, str]:
     return {m.group(1): m.group(2) for m in map(RANK.match, output.splitlines()) if m}
 
 
-def test_ddp_from_the_manifests_command_succeeds_in_containers(podman: Path) -> None:
-    code, output, _ = _run(MANIFESTS / "pytorch-ddp.yaml", "--runtime", "podman")
+def check_ddp_succeeds(runtime: str) -> str:
+    """The DDP job under ``--runtime <runtime>`` succeeds, every rank's ``MASTER_ADDR`` the
+    master pod's name (resolved by the session network's DNS); its output."""
+    code, output, _ = _run(MANIFESTS / "pytorch-ddp.yaml", "--runtime", runtime)
     assert code == 0, output
-    assert output.splitlines()[0] == "runtime: podman (asked for; a network of their own)"
-    master = "ddp-containers-master-0"  # the master pod's name, resolved by the network's DNS
+    assert output.splitlines()[0] == f"runtime: {runtime} (asked for; a network of their own)"
+    master = "ddp-containers-master-0"
     assert _ranks(output) == {"master-0": master, "worker-0": master, "worker-1": master}
-    assert "Succeeded" in output
+    assert output.splitlines()[-1].endswith("Succeeded")
+    return output
+
+
+def test_ddp_from_the_manifests_command_succeeds_in_containers(podman: Path) -> None:
+    output = check_ddp_succeeds("podman")
     # the DNS server's start-up line goes to the session's DNS holder, not a replica's log
     # (it only ever shows where no other session's containers keep the server running)
     assert "failed to connect to syslog" not in output
@@ -279,12 +286,16 @@ OOM_JOB = _one_master_job(
 
 
 def test_a_memory_limit_is_enforced_and_its_kill_is_oomkilled(podman: Path, tmp_path: Path) -> None:
-    manifest = tmp_path / "oom.yaml"
+    check_an_oom_kill_is_oomkilled(tmp_path, "podman")
+    assert not (ROOT / "oom").exists()  # conmon's OOM marker stays in the state directory
+
+
+def check_an_oom_kill_is_oomkilled(tmp: Path, runtime: str) -> None:
+    manifest = tmp / "oom.yaml"
     manifest.write_text(OOM_JOB)
-    code, output, _ = _run(manifest, "--runtime", "podman", "--timeout", "90")
+    code, output, _ = _run(manifest, "--runtime", runtime, "--timeout", "90")
     assert code == 1, output
     assert "exited with code 137 (OOMKilled)" in output
-    assert not (ROOT / "oom").exists()  # conmon's OOM marker stays in the state directory
 
 
 def test_ctrl_c_of_trainop_run_leaves_no_container(podman: Path) -> None:
@@ -507,9 +518,14 @@ LIMITS_JOB = _one_master_job(
 def test_a_pods_limits_are_its_containers_cgroup_limits(podman: Path, tmp_path: Path) -> None:
     """Where podman can use the memory and cpu controllers (here: root, cgroup v1), the
     container runs under the manifest's limits: 96Mi and half a CPU (50 ms per 100 ms)."""
-    manifest = tmp_path / "limits.yaml"
+    check_limits_apply(tmp_path, "podman")
+
+
+def check_limits_apply(tmp: Path, runtime: str) -> None:
+    """``LIMITS_JOB`` succeeds and its container sees 96Mi and a 50 ms quota per 100 ms."""
+    manifest = tmp / "limits.yaml"
     manifest.write_text(LIMITS_JOB)
-    code, output, _ = _run(manifest, "--runtime", "podman", "--timeout", "90")
+    code, output, _ = _run(manifest, "--runtime", runtime, "--timeout", "90")
     assert code == 0, output
     assert re.search(rf"^\[master-0\]\s+memory={96 * 1024 * 1024}$", output, re.M), output
     assert re.search(r"^\[master-0\]\s+cpu=50000$", output, re.M), output

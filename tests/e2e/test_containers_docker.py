@@ -8,7 +8,6 @@ Skipped, with the reason, where ``docker info`` fails or the images are not load
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -18,16 +17,16 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_containers import (
-    LIMITS_JOB,
     MANIFESTS,
     MPI_PROOF,
-    OOM_JOB,
     ROOT,
     _ours,
-    _ranks,
     _run,
     check_a_missing_image_ends_the_run,
+    check_an_oom_kill_is_oomkilled,
     check_ctrl_c_leaves_no_container,
+    check_ddp_succeeds,
+    check_limits_apply,
     check_local_up_runs_containers,
     check_the_next_start_reaps_a_sigkilled_session,
     private_sessions,
@@ -87,12 +86,7 @@ def docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def test_ddp_succeeds_in_docker_containers_reached_by_pod_names(docker: Path) -> None:
-    code, output, _ = _run(MANIFESTS / "pytorch-ddp.yaml", "--runtime", "docker")
-    assert code == 0, output
-    assert output.splitlines()[0] == "runtime: docker (asked for; a network of their own)"
-    master = "ddp-containers-master-0"  # the master pod's name, resolved by docker's DNS
-    assert _ranks(output) == {"master-0": master, "worker-0": master, "worker-1": master}
-    assert output.splitlines()[-1].endswith("Succeeded")
+    check_ddp_succeeds("docker")  # MASTER_ADDR resolved by docker's embedded DNS
 
 
 def test_a_missing_image_in_docker_shows_err_image_pull_and_the_run_ends(docker: Path) -> None:
@@ -132,14 +126,5 @@ def test_an_mpi_launcher_reaches_its_docker_workers(docker: Path, manifest: Path
 def test_docker_sets_the_pods_limits_and_reports_an_oom_kill(docker: Path, tmp_path: Path) -> None:
     """Docker's info says memory and CPU limits work here (cgroup v1, cgroupfs): the container
     runs under 96Mi and half a CPU, and one over 64Mi is killed: 137, OOMKilled."""
-    limited = tmp_path / "limits.yaml"
-    limited.write_text(LIMITS_JOB)
-    code, output, _ = _run(limited, "--runtime", "docker", "--timeout", "90")
-    assert code == 0, output
-    assert re.search(rf"^\[master-0\]\s+memory={96 * 1024 * 1024}$", output, re.M), output
-    assert re.search(r"^\[master-0\]\s+cpu=50000$", output, re.M), output
-    oom = tmp_path / "oom.yaml"
-    oom.write_text(OOM_JOB)
-    code, output, _ = _run(oom, "--runtime", "docker", "--timeout", "90")
-    assert code == 1, output
-    assert "exited with code 137 (OOMKilled)" in output
+    check_limits_apply(tmp_path, "docker")
+    check_an_oom_kill_is_oomkilled(tmp_path, "docker")
