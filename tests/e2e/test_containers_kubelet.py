@@ -22,8 +22,9 @@ from tests.integration.kubelet.conftest import Site, site  # noqa: F401  (the fi
 from tests.integration.kubelet.harness import Local, pod, run_local
 from tests.integration.kubelet.test_exec import TTY_LINE, _attach, attach_write
 from trainop.local import runtimes
-from trainop.local.kubelet import containers
-from trainop.local.kubelet.containers import SESSION_LABEL, Cli, ContainerRuntime
+from trainop.local.kubelet import containercli
+from trainop.local.kubelet.containercli import Cli
+from trainop.local.kubelet.containers import SESSION_LABEL, ContainerRuntime
 
 IMAGE = "localhost/trainop-debian-py:12"
 
@@ -38,8 +39,8 @@ async def _containers(cli: Cli, session: str) -> list[str]:
 @pytest.fixture(params=["podman", "docker"])
 def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Cli:
     kind = str(request.param)
-    cli = containers.CLIS[kind](tmp_path / kind)
-    if not asyncio.run(containers.works(cli)):
+    cli = containercli.CLIS[kind](tmp_path / kind)
+    if not asyncio.run(containercli.works(cli)):
         pytest.skip(f"{kind} does not work here (make {runtimes.ENV_TARGETS[kind]})")
     if asyncio.run(cli.call(*cli.image_exists_words(IMAGE))).code != 0:
         pytest.skip(f"image {IMAGE} is missing in {kind} (make container-images)")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from trainop import errors
-from trainop.local.kubelet import containers
+from trainop.local.kubelet import containercli, containers
 from trainop.local.kubelet.runtime import Runtime
 
 CONTAINER_RUNTIMES = ("podman", "docker")  # ``auto``'s order of preference
@@ -46,8 +46,8 @@ async def _choose(kind: str, *, state_dir: Path, job: dict[str, Any] | None) -> 
     if kind == "process":
         return Choice(None, "process", "containers run as host processes")
     if kind in CONTAINER_RUNTIMES:
-        cli = containers.CLIS[kind](state_dir / kind)
-        if not await containers.works(cli):
+        cli = containercli.CLIS[kind](state_dir / kind)
+        if not await containercli.works(cli):
             raise errors.TrainopError(
                 f"--runtime {kind}: {kind} does not work here (make {ENV_TARGETS[kind]})"
             )
@@ -58,8 +58,8 @@ async def _choose(kind: str, *, state_dir: Path, job: dict[str, Any] | None) -> 
         if not needy:
             return Choice(None, "process", "auto: every container has a command")
     for name in CONTAINER_RUNTIMES:
-        cli = containers.CLIS[name](state_dir / name)
-        if await containers.works(cli):
+        cli = containercli.CLIS[name](state_dir / name)
+        if await containercli.works(cli):
             why = f"no command in {', '.join(needy)}" if needy else f"{name} works here"
             return Choice(_runtime(cli), name, f"auto: {why}")
     return Choice(None, "process", "auto: neither podman nor docker works here")
@@ -68,7 +68,7 @@ async def _choose(kind: str, *, state_dir: Path, job: dict[str, Any] | None) -> 
 ENV_TARGETS = {"podman": "container-env", "docker": "docker-env"}  # what installs each
 
 
-def _runtime(cli: containers.Cli) -> containers.ContainerRuntime:
+def _runtime(cli: containercli.Cli) -> containers.ContainerRuntime:
     return containers.ContainerRuntime(cli, session=secrets.token_hex(4))
 
 

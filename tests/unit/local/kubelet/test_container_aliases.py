@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainop.local.kubelet import containers
+from trainop.local.kubelet import containercli, containers
 from trainop.local.kubelet.runtime import Launch, Target
 
 
 def _aliases(tmp_path: Path, target: Target) -> list[str]:
-    runtime = containers.ContainerRuntime(containers.Podman(tmp_path), session="s")
+    runtime = containers.ContainerRuntime(containercli.Podman(tmp_path), session="s")
     runtime.network = "trainop-s"
     launch = Launch(argv=[], env={}, cwd=tmp_path, gpus=0, spec={"name": "c"})
     words = runtime._run_options(target, launch, "n")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from trainop.local import runtimes
-from trainop.local.kubelet import containers
+from trainop.local.kubelet import containercli, containers
 from trainop.local.kubelet.runtime import Launch, StartError, Target
 
 ENTRY = {"Entrypoint": ["python3", "/opt/train/ddp.py"], "Cmd": ["--epochs", "1"]}
@@ -103,12 +103,12 @@ esac
 """
 
 
-def _fake_podman(tmp_path: Path, *, image_exists: bool) -> tuple[containers.Podman, Path]:
+def _fake_podman(tmp_path: Path, *, image_exists: bool) -> tuple[containercli.Podman, Path]:
     log = tmp_path / "calls.log"
     binary = tmp_path / "podman"
     binary.write_text(FAKE.format(log=log, exists=0 if image_exists else 1))
     binary.chmod(stat.S_IRWXU)
-    return containers.Podman(tmp_path / "state", binary=str(binary)), log
+    return containercli.Podman(tmp_path / "state", binary=str(binary)), log
 
 
 TARGET = Target("default", "job-master-0", "uid", "pytorch", "job-master-0")
@@ -230,7 +230,7 @@ def test_without_a_network_containers_use_the_hosts_with_loopback_addressing(
     binary.write_text(script.format(log=log))
     binary.chmod(stat.S_IRWXU)
     runtime = containers.ContainerRuntime(
-        containers.Podman(tmp_path / "state", binary=str(binary)), session="s2"
+        containercli.Podman(tmp_path / "state", binary=str(binary)), session="s2"
     )
     asyncio.run(runtime.open())
     assert runtime.network == ""
@@ -266,7 +266,7 @@ def test_a_state_directory_too_long_for_a_socket_path_uses_a_temporary_one(
     tmp_path: Path,
 ) -> None:
     fake, _ = _fake_podman(tmp_path, image_exists=True)
-    podman = containers.Podman(tmp_path / ("d" * 120), binary=fake.binary)
+    podman = containercli.Podman(tmp_path / ("d" * 120), binary=fake.binary)
     runtime = containers.ContainerRuntime(podman, session="s4", network=False)
     asyncio.run(runtime.open())
     assert runtime.exec_socket is not None
@@ -299,7 +299,7 @@ def test_held_gpus_become_cdi_device_options_and_none_become_none() -> None:
 
 
 def test_a_run_passes_the_devices_it_holds_and_nothing_else(tmp_path: Path) -> None:
-    runtime = containers.ContainerRuntime(containers.Podman(tmp_path), session="s5")
+    runtime = containers.ContainerRuntime(containercli.Podman(tmp_path), session="s5")
     held = _launch(tmp_path, {"name": "c"}, devices=("1",))
     words = runtime._run_options(TARGET, held, "n")
     assert words[words.index("--device") + 1] == "nvidia.com/gpu=1"
@@ -378,12 +378,12 @@ def test_start_asks_podman_once_which_controllers_it_can_use_and_warns_per_start
     binary = tmp_path / "podman"
     binary.write_text(INFO.format(log=log))
     binary.chmod(stat.S_IRWXU)
-    podman = containers.Podman(tmp_path / "state", binary=str(binary))
+    podman = containercli.Podman(tmp_path / "state", binary=str(binary))
     runtime = containers.ContainerRuntime(podman, session="s7")
     launch = _launch(tmp_path, {"name": "c", "image": "img:1", **LIMITED})
 
     async def two_starts() -> list[tuple[str, ...]]:
-        assert await containers.works(podman)  # what runtimes.choose asks first
+        assert await containercli.works(podman)  # what runtimes.choose asks first
         found = []
         for _ in range(2):
             running = await runtime.start(TARGET, launch, {})

@@ -15,7 +15,7 @@ import pytest
 
 from trainop import errors
 from trainop.local import runtimes
-from trainop.local.kubelet import containers
+from trainop.local.kubelet import containercli, containers
 from trainop.local.kubelet.runtime import Launch, StartError, Target
 
 # Recorded on this machine (docker 28.2.2 CLI, dockerd 20.10.24+dfsg1, cgroup v1, cgroupfs).
@@ -64,7 +64,7 @@ for prefix, (code, out) in answers.items():
 """
 
 
-def _fake(tmp_path: Path, answers: dict[str, tuple[int, str]]) -> tuple[containers.Docker, Path]:
+def _fake(tmp_path: Path, answers: dict[str, tuple[int, str]]) -> tuple[containercli.Docker, Path]:
     log = tmp_path / "calls.log"
     binary = tmp_path / "bin" / "docker"
     binary.parent.mkdir(exist_ok=True)
@@ -82,7 +82,7 @@ def _fake(tmp_path: Path, answers: dict[str, tuple[int, str]]) -> tuple[containe
     )
     binary.write_text(text)
     binary.chmod(stat.S_IRWXU)
-    return containers.Docker(tmp_path / "state", binary=str(binary)), log
+    return containercli.Docker(tmp_path / "state", binary=str(binary)), log
 
 
 def _launch(tmp_path: Path, spec: dict[str, object], **more: object) -> Launch:
@@ -92,8 +92,8 @@ def _launch(tmp_path: Path, spec: dict[str, object], **more: object) -> Launch:
 def test_docker_listings_give_ids_and_inspect_gives_labels_as_json(tmp_path: Path) -> None:
     """The listings' ``Labels`` strings cannot be split where a value has a comma: the ids
     they give are inspected instead."""
-    assert containers.docker_ids(f"{PS_LINE}\n") == ["24a45703c11c"]
-    assert containers.docker_ids(f"{NETWORK_LINE}\nnot json\n") == ["d55f07ff8eec"]
+    assert containercli.docker_ids(f"{PS_LINE}\n") == ["24a45703c11c"]
+    assert containercli.docker_ids(f"{NETWORK_LINE}\nnot json\n") == ["d55f07ff8eec"]
     labels = {"trainop.session": "abc", "trainop.state": "/tmp/x,y", "trainop.owner": "1"}
     docker, log = _fake(
         tmp_path,
@@ -120,8 +120,8 @@ def test_docker_listings_give_ids_and_inspect_gives_labels_as_json(tmp_path: Pat
 
 def test_podman_listings_are_one_json_array_with_their_own_keys() -> None:
     found = [{"Id": "a", "Labels": {"k": "v"}}, {"Id": "", "Labels": {}}, "odd"]
-    assert containers.podman_listing(found, "Id", "Labels") == [("a", {"k": "v"})]
-    assert containers.podman_listing(None, "name", "labels") == []
+    assert containercli.podman_listing(found, "Id", "Labels") == [("a", {"k": "v"})]
+    assert containercli.podman_listing(None, "name", "labels") == []
 
 
 @pytest.mark.parametrize(
@@ -136,13 +136,17 @@ def test_podman_listings_are_one_json_array_with_their_own_keys() -> None:
 def test_docker_info_flags_say_which_limits_work(
     info: object, expected: frozenset[str] | None
 ) -> None:
-    assert containers.docker_controllers(info) == expected
+    assert containercli.docker_controllers(info) == expected
 
 
 def test_a_limit_docker_cannot_set_is_a_warning_that_names_docker(tmp_path: Path) -> None:
     docker, _ = _fake(tmp_path, {"info": (0, json.dumps({**INFO, "MemoryLimit": False}))})
     runtime = containers.ContainerRuntime(docker, session="s4")
-    spec = {"name": "c", "image": "img:1", "resources": {"limits": {"memory": "64Mi"}}}
+    spec: dict[str, object] = {
+        "name": "c",
+        "image": "img:1",
+        "resources": {"limits": {"memory": "64Mi"}},
+    }
 
     async def start() -> tuple[str, ...]:
         running = await runtime.start(TARGET, _launch(tmp_path, spec), {})
@@ -154,19 +158,19 @@ def test_a_limit_docker_cannot_set_is_a_warning_that_names_docker(tmp_path: Path
 
 
 def test_podman_info_lists_its_controllers() -> None:
-    podman = containers.Podman(Path("/nonexistent"))
+    podman = containercli.Podman(Path("/nonexistent"))
     info = {"host": {"cgroupControllers": ["cpu", "pids"]}}
     assert podman.controllers(info) == frozenset({"cpu", "pids"})
     assert podman.controllers({}) is None
 
 
 def test_cdi_needs_docker_25_with_cdi_enabled() -> None:
-    old = containers.docker_device_problem(INFO)
+    old = containercli.docker_device_problem(INFO)
     assert old.startswith("docker 20.10.24+dfsg1 cannot inject CDI devices")
-    off = containers.docker_device_problem({"ServerVersion": "26.1.0"})
+    off = containercli.docker_device_problem({"ServerVersion": "26.1.0"})
     assert "has CDI disabled" in off
     on = {"ServerVersion": "28.2.2", "CDISpecDirs": ["/etc/cdi", "/var/run/cdi"]}
-    assert containers.docker_device_problem(on) == ""
+    assert containercli.docker_device_problem(on) == ""
 
 
 def test_a_docker_run_is_the_podman_run_but_for_the_dialects_words(
@@ -203,7 +207,7 @@ def test_a_docker_run_is_the_podman_run_but_for_the_dialects_words(
     assert calls[-1] == f"rm -f {containers.container_name('s1', TARGET)}"
     assert exec_argv == [docker.binary, "exec", "-i", runtime_name(), "hostname"]
 
-    podman = containers.Podman(tmp_path / "podman")
+    podman = containercli.Podman(tmp_path / "podman")
     words = runtime._run_options(TARGET, launch, runtime_name())  # shared by both CLIs
     assert run.startswith(" ".join(words))
     assert docker.argv("run") == [docker.binary, "run"]
