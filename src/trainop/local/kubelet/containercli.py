@@ -227,16 +227,25 @@ class Docker(Cli):
         return docker_device_problem(info)
 
     async def containers(self, label: str) -> list[tuple[str, Mapping[str, Any]]]:
-        listed = await self.call("ps", "-a", "--no-trunc", "--filter", label, *_JSON_LINES)
-        ids = docker_ids(listed.out if listed.code == 0 else "")
-        found = await self.json(*self.inspect_words(*ids)) if ids else None
+        found = await self._inspected(["ps", "-a"], ["inspect"], label)
         return [(i, (o.get("Config") or {}).get("Labels") or {}) for i, o in _objects(found, "Id")]
 
     async def networks(self, label: str) -> list[tuple[str, Mapping[str, Any]]]:
-        listed = await self.call("network", "ls", "--no-trunc", "--filter", label, *_JSON_LINES)
-        ids = docker_ids(listed.out if listed.code == 0 else "")
-        found = await self.json("network", "inspect", *ids) if ids else None
+        found = await self._inspected(["network", "ls"], ["network", "inspect"], label)
         return [(name, o.get("Labels") or {}) for name, o in _objects(found, "Name")]
+
+    async def _inspected(self, listing: list[str], inspect: list[str], label: str) -> Any:
+        """The inspected objects that ``listing`` finds with ``label``. One gone in between
+        makes ``inspect`` exit 1 while it still prints the others: those are kept."""
+        listed = await self.call(*listing, "--no-trunc", "--filter", label, *_JSON_LINES)
+        ids = docker_ids(listed.out if listed.code == 0 else "")
+        if not ids:
+            return None
+        reply = await self.call(*inspect, *ids)
+        try:
+            return json.loads(reply.out)
+        except ValueError:
+            return None
 
 
 CLIS: Mapping[str, type[Cli]] = {"podman": Podman, "docker": Docker}

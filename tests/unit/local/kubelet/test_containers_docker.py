@@ -258,10 +258,8 @@ def test_reaping_under_docker_removes_stale_sessions_by_their_inspected_labels(
                 0,
                 '{"ID": "c1"}\n{"ID": "c2"}',
             ),
-            "inspect c1 c2": (
-                0,
-                json.dumps([{"Id": "c1", "Config": {"Labels": stale}}, {"Id": "c2", "Config": {}}]),
-            ),
+            # c2 went between the listing and the inspect: exit 1, c1 still printed
+            "inspect c1 c2": (1, json.dumps([{"Id": "c1", "Config": {"Labels": stale}}])),
             "inspect c1": (0, json.dumps([{"Id": "c1", "Config": {"Labels": stale}}])),
             "network ls --no-trunc --filter label=trainop.session=old": (0, '{"ID": "n1"}'),
             "network ls --no-trunc --filter label=trainop.session ": (0, '{"ID": "n2"}'),
