@@ -59,6 +59,7 @@ from typing import Any
 import yaml
 
 from trainop.engine import quantities
+from trainop.local.apiserver import defaults
 from trainop.local.kubelet import containercli, gpus, processes
 from trainop.local.kubelet.runtime import (
     Launch,
@@ -437,13 +438,12 @@ class Container(StdioRun):
 
 
 def pull_policy(spec: Mapping[str, Any]) -> str:
-    """The container's ``imagePullPolicy``, defaulted as the API server does."""
+    """The container's ``imagePullPolicy``, defaulted by the API server's own rule (a pod
+    stored before the server defaulted it has none)."""
     given = spec.get("imagePullPolicy")
     if given:
         return str(given)
-    image = str(spec.get("image") or "")
-    tagged = ":" in image.rsplit("/", 1)[-1] or "@" in image
-    return "IfNotPresent" if tagged and not image.endswith(":latest") else "Always"
+    return defaults.pull_policy(str(spec.get("image") or ""))
 
 
 def combine(config: Mapping[str, Any], *, command: Sequence[str], args: Sequence[str]) -> list[str]:

@@ -39,6 +39,8 @@ def test_command_and_args_combine_with_the_image_as_kubelet_does(
         ({"image": "a/b"}, "Always"),
         ({"image": "a/b:latest"}, "Always"),
         ({"image": "localhost:5000/b"}, "Always"),  # the port is not a tag
+        ({"image": "a/b:latest@sha256:" + "0" * 64}, "Always"),  # the server's rule
+        ({"image": "a/b@sha256:" + "0" * 64}, "IfNotPresent"),
         ({"image": "a/b:1", "imagePullPolicy": "Never"}, "Never"),
     ],
 )
