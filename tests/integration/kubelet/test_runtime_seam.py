@@ -148,6 +148,44 @@ def test_an_absent_image_under_never_waits_as_err_image_never_pull(site: Site) -
     _run(site, body, clock, runtime)
 
 
+REFUSED = 'container has runAsNonRoot and image will run as root (pod: "ns/p", container: main)'
+
+
+class Refuses(NoPull):
+    """A runtime that refuses the container (kubelet's ``runAsNonRoot`` check)."""
+
+    async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
+        self.starts += 1
+        self.pod_spec = launch.pod_spec
+        error = "CreateContainerConfigError"
+        raise StartError(error, error, REFUSED, config=True)
+
+
+def test_a_refused_container_only_waits_with_create_container_config_error(site: Site) -> None:
+    """Never created: waiting with the message, kubelet's ``Failed`` event, no run, no
+    restart (whatever the policy), tried again after the back-off; the runtime gets the
+    pod's spec (its securityContext)."""
+    clock = FakeClock()
+    runtime = Refuses()
+    container = {"name": "main", "image": "img:1"}
+    error = "CreateContainerConfigError"
+
+    async def body(env: Local) -> None:
+        context = {"runAsNonRoot": True}
+        await env.create(pod("nonroot", container, restart_policy="Never", securityContext=context))
+        only_waiting(await env.wait("nonroot", waiting(error)), error, REFUSED)
+        assert runtime.pod_spec["securityContext"] == context
+        assert await _events(env) == [("Warning", "Failed", f"Error: {REFUSED}", 1)]
+        clock.advance(10)
+        deadline = asyncio.get_running_loop().time() + 30
+        while runtime.starts < 2:  # tried again after the back-off
+            assert asyncio.get_running_loop().time() < deadline, "never tried again"
+            await asyncio.sleep(0.02)
+        only_waiting(await env.wait("nonroot", waiting(error)), error, REFUSED)
+
+    _run(site, body, clock, runtime)
+
+
 class WithExecSocket(NoPull):
     """A runtime whose containers reach the kubelet's exec through a socket file."""
 

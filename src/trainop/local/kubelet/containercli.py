@@ -53,6 +53,8 @@ class Cli:
 
     name = ""  # the runtime's name: the default binary, ``--runtime``'s value, the id scheme
     holds_dns = False  # whether a network's DNS server needs a holder (``_hold_dns``)
+    replaces_network_dns = False  # whether ``run --dns`` replaces the network's DNS server
+    read_only_words: tuple[str, ...] = ()  # what ``--read-only`` needs to be kubelet's
 
     def __init__(self, state_dir: Path, *, binary: str = "") -> None:
         self.state_dir = state_dir
@@ -165,6 +167,8 @@ class Podman(Cli):
 
     name = "podman"
     holds_dns = True
+    replaces_network_dns = True  # in resolv.conf: the network's gateway is named first
+    read_only_words = ("--read-only-tmpfs=false",)  # no writable /tmp, /run, /var/tmp
 
     def write_conf(self) -> None:
         self.workdir()

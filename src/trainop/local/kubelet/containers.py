@@ -23,7 +23,9 @@ volumes bind-mounted at their real ``mountPath``s (``readOnly`` as ``ro``),
 ``--cpus`` where podman can use those cgroup controllers (else a ``StartWarning``, a Warning
 Event), and the GPUs the run holds as CDI devices
 (``--device nvidia.com/gpu=<index>``; a held GPU no CDI spec defines is a start error that
-names the fix).
+names the fix). The pod's ``securityContext`` and DNS settings are run options too
+(``podoptions``): ``--user``, ``--group-add``, ``--read-only``, capabilities, kubelet's
+``runAsNonRoot`` refusal; the cluster's search path on the session's network.
 
 Network: one bridge network per session (``trainop-<session>``, with Podman's DNS): each
 container's hostname is its pod's hostname and the pod name (and ``<pod>.<ns>.svc``, and with
@@ -60,7 +62,7 @@ import yaml
 
 from trainop.engine import quantities
 from trainop.local.apiserver import defaults
-from trainop.local.kubelet import containercli, gpus, processes
+from trainop.local.kubelet import containercli, gpus, podoptions, processes
 from trainop.local.kubelet.runtime import (
     Launch,
     Running,
@@ -123,6 +125,7 @@ class ContainerRuntime:
         self.session = session
         self._want_network = network
         self.network = ""  # the session's network, "" for the host's
+        self._network_dns = ""  # its DNS server where ``--dns`` replaces it (``_find_dns``)
         self.exec_dir: Path | None = None  # mounted at EXEC_MOUNT (``open`` makes it)
         self._opened = False
         self._controllers: frozenset[str] | None = None  # ``cgroup_controllers``
@@ -165,8 +168,22 @@ class ContainerRuntime:
         )
         if reply.code == 0:
             self.network = self.network_name
+            self._network_dns = await self._find_dns()
         else:
             log.warning("no container network (%s): containers use the host's", reply.message)
+
+    async def _find_dns(self) -> str:
+        """The session network's DNS server (its first gateway) where the runtime's ``--dns``
+        replaces it in a container's resolv.conf (Podman), else "" (Docker's embedded
+        server stays and forwards to the ``--dns`` servers)."""
+        if not self._cli.replaces_network_dns:
+            return ""
+        found = await self._cli.json("network", "inspect", self.network_name)
+        if isinstance(found, list) and found and isinstance(found[0], dict):
+            for subnet in found[0].get("subnets") or []:
+                if isinstance(subnet, dict) and subnet.get("gateway"):
+                    return str(subnet["gateway"])
+        return ""
 
     async def close(self) -> None:
         """Remove every container and the network of this session."""
@@ -203,6 +220,11 @@ class ContainerRuntime:
         image = str(spec.get("image") or "")
         await self._ensure_image(image, pull_policy(spec))
         config = await self._image_config(image)
+        user = podoptions.image_user(config)
+        pod_id = f"{target.namespace}/{target.pod}"
+        if refused := podoptions.refusal(launch.pod_spec, spec, user, pod_id):
+            error = podoptions.CONFIG_ERROR
+            raise StartError(error, error, refused, config=True)
         argv = combine(config, command=launch.command, args=launch.args)
         if not argv:
             raise StartError("ContainerCannotRun", "CreateContainerError", "no command specified")
@@ -214,7 +236,7 @@ class ContainerRuntime:
         cidfile = self._cidfile(name)
         stdio = Stdio(spec)  # the client relays it: ``-i`` a pipe, ``-i -t`` a terminal
         words = [
-            *self._run_options(target, launch, name),
+            *self._run_options(target, launch, name, user=user),
             *(["--interactive"] if stdio.stdin else []),
             *(["--tty"] if stdio.tty else []),
             "--cidfile",
@@ -318,7 +340,11 @@ class ContainerRuntime:
         path.unlink(missing_ok=True)
         return path
 
-    def _run_options(self, target: Target, launch: Launch, name: str) -> list[str]:
+    def _run_options(
+        self, target: Target, launch: Launch, name: str, *, user: str = ""
+    ) -> list[str]:
+        """The ``run`` words but the stdio and the command; ``user`` is the image's user
+        (``podoptions.image_user``)."""
         words = [
             "run",
             "--name",
@@ -336,7 +362,8 @@ class ContainerRuntime:
             words += ["--network", self.network]
             for alias in network_aliases(target):
                 words += ["--network-alias", alias]
-        else:
+            words += podoptions.dns_options(launch.pod_spec, target.namespace, self._network_dns)
+        else:  # the host's resolver: no pod DNS settings
             words += ["--network", "host"]
         if spec_dir := launch.spec.get("workingDir"):
             words += ["--workdir", str(spec_dir)]
@@ -348,8 +375,11 @@ class ContainerRuntime:
             words += ["--mount", f"type=bind,source={self.exec_dir},destination={EXEC_MOUNT}"]
             words += ["--env", f"TRAINOP_EXEC_ADDRESS={EXEC_MOUNT}/{EXEC_SOCKET}"]
             words += ["--env", f"TRAINOP_NAMESPACE={target.namespace}"]
+        security = podoptions.security_options(launch.pod_spec, launch.spec, user)
+        if "--read-only" in security:
+            security += self._cli.read_only_words
         limited = limits(launch.spec, self._controllers)[0]
-        return [*words, *limited, *device_options(launch.devices)]
+        return [*words, *security, *limited, *device_options(launch.devices)]
 
     async def _ensure_image(self, image: str, policy: str) -> None:
         present = (await self._cli.call(*self._cli.image_exists_words(image))).code == 0

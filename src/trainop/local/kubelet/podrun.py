@@ -293,6 +293,7 @@ class PodRun:
             volumes=dict(volumes),
             spec=container,
             pod_env={"HOSTNAME": extra["HOSTNAME"], **own},
+            pod_spec=self.pod["spec"],
         )
 
     def _overlay_env(self) -> dict[str, str]:
@@ -339,7 +340,7 @@ class PodRun:
             failures = pulls = 0
             while not self.stopping:
                 ran = await self._run_once(container, launch, env, init=init)
-                if ran is None:  # no image: nothing ran, so no restart policy applies
+                if ran is None:  # no image, or refused: nothing ran, no restart policy applies
                     pulls += 1
                     if await self._pull_backed_off(container, self._settings.backoff.delay(pulls)):
                         return False
@@ -375,7 +376,7 @@ class PodRun:
         throughout (that one is not backed off by kubelet, only tried again). True when the
         pod was stopped meanwhile."""
         failed = self._start_errors[container.name]
-        if failed.reason == NEVER_PULL:
+        if failed.reason == NEVER_PULL or failed.config:
             return await self._backed_off(delay)
         shown = min(SYNC_PERIOD, delay)
         if await self._backed_off(shown):
@@ -397,7 +398,7 @@ class PodRun:
         try:
             process = await self._runtime.start(self._target(container), launch, env)
         except StartError as exc:
-            if exc.image:
+            if exc.image or exc.config:
                 self._pull_failed(container, exc)
                 return None
             return self._start_failed(container, exc), 0.0
@@ -450,11 +451,16 @@ class PodRun:
         return CANNOT_RUN_EXIT_CODE
 
     def _pull_failed(self, container: ContainerState, exc: StartError) -> None:
-        """The container's image could not be pulled (or is absent under ``Never``): kubelet
-        never created the container, so it only waits, with the runtime's message: no run,
-        no ``restartCount``, no ``lastState`` from it (a previous run stays ``lastState``)."""
+        """The container's image could not be pulled (or is absent under ``Never``), or the
+        runtime refused to create it (``StartError.config``): kubelet never created the
+        container, so it only waits, with the runtime's message: no run, no
+        ``restartCount``, no ``lastState`` from it (a previous run stays ``lastState``)."""
         self._start_errors[container.name] = exc
         container.wait(exc.waiting, str(exc))
+        if exc.config:  # kubelet's event for a container it refuses to create
+            self._event(container.name, "Warning", "Failed", f"Error: {exc}")
+            self._changed()
+            return
         if exc.reason == NEVER_PULL:
             self._event(container.name, "Warning", NEVER_PULL, str(exc))
         else:

@@ -57,6 +57,7 @@ class Launch:
     spec: Raw = field(default_factory=dict)
     pod_env: dict[str, str] = field(default_factory=dict)
     devices: tuple[str, ...] = ()
+    pod_spec: Raw = field(default_factory=dict)  # the pod's spec (securityContext, DNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +77,17 @@ class StartError(Exception):
     """A container that could not be started: ``reason`` ends it (``terminated``),
     ``waiting`` is what kubelet shows just after, ``str()`` the runtime's message."""
 
-    def __init__(self, reason: str, waiting: str, message: str, *, image: str = "") -> None:
+    def __init__(
+        self, reason: str, waiting: str, message: str, *, image: str = "", config: bool = False
+    ) -> None:
         super().__init__(message)
         self.reason, self.waiting = reason, waiting
         # an image that could not be had (pulled, or present under ``Never``): the container
         # was never created, so it only waits (``ErrImagePull``, then ``ImagePullBackOff``)
         self.image = image
+        # a container kubelet refuses to create (``CreateContainerConfigError``: runAsNonRoot
+        # with a root user): it only waits too, and is tried again after the back-off
+        self.config = config
 
 
 @dataclass(frozen=True, slots=True)
