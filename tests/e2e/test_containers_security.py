@@ -26,6 +26,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.containers]
 
 # ``id -u -g -G`` is not one coreutils call: three
 IDS = "id -u; id -g; id -G; touch /x 2>/dev/null && echo writable || echo read-only"
+SCRATCH = "touch /scratch/x && echo scratch-writable"  # an emptyDir, as that user
 
 
 @pytest.fixture
@@ -40,8 +41,9 @@ def test_security_context_and_dns_settings_reach_the_container(
     networked: ContainerRuntime,
 ) -> None:
     """runAsUser/runAsGroup/supplementalGroups are the ids, readOnlyRootFilesystem makes /
-    read-only, dnsConfig's searches follow the cluster's path in resolv.conf, and a peer's
-    ``<hostname>.<subdomain>`` and ``<pod>.<ns>`` resolve as from a cluster pod."""
+    read-only (an emptyDir stays writable for that user), dnsConfig's searches follow the
+    cluster's path in resolv.conf, and a peer's ``<hostname>.<subdomain>`` and ``<pod>.<ns>``
+    resolve as from a cluster pod."""
     lookups = "getent hosts h0.grp >/dev/null && echo found-h0.grp; "
     script = f"{IDS}; grep ^search /etc/resolv.conf; {lookups}"
 
@@ -52,17 +54,21 @@ def test_security_context_and_dns_settings_reach_the_container(
         await env.wait("peer", lambda p: "running" in str(p.get("status")))
         context = {"runAsUser": 1000, "runAsGroup": 3000, "supplementalGroups": [4000]}
         checks = _sh(
-            script + f"getent hosts peer.{ns} >/dev/null && echo found-peer.ns",
+            script + f"getent hosts peer.{ns} >/dev/null && echo found-peer.ns; {SCRATCH}",
             securityContext={"readOnlyRootFilesystem": True},
+            volumeMounts=[{"name": "scratch", "mountPath": "/scratch"}],
         )
         dns = {"searches": ["example.org"], "options": [{"name": "ndots", "value": "2"}]}
-        await env.create(pod("checks", checks, securityContext=context, dnsConfig=dns))
+        scratch = [{"name": "scratch", "emptyDir": {}}]
+        await env.create(
+            pod("checks", checks, securityContext=context, dnsConfig=dns, volumes=scratch)
+        )
         ended = await env.phase("checks", "Succeeded", "Failed")
         lines = await _log(env, "checks")
         assert ended["status"]["phase"] == "Succeeded", lines
         assert lines[:4] == ["1000", "3000", "3000 4000", "read-only"]
         assert lines[4].split() == ["search", f"{ns}.svc", "svc", "example.org"]
-        assert lines[5:] == ["found-h0.grp", "found-peer.ns"]
+        assert lines[5:] == ["found-h0.grp", "found-peer.ns", "scratch-writable"]
 
     run_local(site.server, site.logs, site.root, body, container_runtime=networked)
 

@@ -32,6 +32,11 @@ a ``mountPath`` never replaces anything it did not create itself. A breach raise
 ``SandboxError`` (a ``ConfigError``) and touches nothing. ``hostPath`` is the one deliberate
 door out: its directory is linked (and created for ``DirectoryOrCreate``) where the manifest
 says. Directories are 0700; projected files get their ``defaultMode``/``mode`` inside them.
+A pod whose containers may run as another user than the session's (a ``securityContext``
+``runAsUser`` that is not ours, a ``runAsGroup`` or ``fsGroup``: the container runtimes'
+``--user``) gets its volume directories as a cluster makes them, emptyDir 0777, configMap and
+secret 0755, so that user can use them; they stay inside the 0700 sandbox, which no other
+host user can enter (note 080).
 Neighbours: ``podrun`` (calls ``invalid`` and ``prepare``), ``environment``, ``local.privacy``.
 """
 
@@ -132,9 +137,29 @@ def prepare(
     for directory in (sandbox.home, sandbox.tmp):
         privacy.private_dirs(directory)
     found: dict[str, Path] = {}
+    shared = runs_as_another_user(pod)
     for volume in (pod.get("spec") or {}).get("volumes") or []:
-        found[str(volume["name"])] = _volume(sandbox, volume, config_maps, secrets)
+        found[str(volume["name"])] = path = _volume(sandbox, volume, config_maps, secrets)
+        if shared and "hostPath" not in volume:  # the cluster's modes (module docstring)
+            path.chmod(0o777 if "emptyDir" in volume else 0o755)
     return found
+
+
+def runs_as_another_user(pod: Raw) -> bool:
+    """Whether a container of ``pod`` may run as another user or group than the session's:
+    a ``securityContext`` (the pod's or a container's) with a ``runAsUser`` that is not this
+    process's, a ``runAsGroup`` or an ``fsGroup``."""
+    spec = pod.get("spec") or {}
+    contexts = [spec.get("securityContext") or {}]
+    for key in ("initContainers", "containers"):
+        contexts += [c.get("securityContext") or {} for c in spec.get(key) or []]
+    for context in contexts:
+        user = context.get("runAsUser")
+        if user is not None and user != os.geteuid():
+            return True
+        if context.get("runAsGroup") is not None or context.get("fsGroup") is not None:
+            return True
+    return False
 
 
 def _volume(

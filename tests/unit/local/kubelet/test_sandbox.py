@@ -89,6 +89,28 @@ def test_secret_files_keep_their_mode_inside_private_directories(box: Sandbox) -
         assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
 
 
+@pytest.mark.parametrize(
+    "context",
+    [{"runAsUser": 1000}, {"runAsGroup": 3000}, {"fsGroup": 2000}],
+)
+def test_a_pod_run_as_another_user_gets_the_clusters_volume_modes(
+    box: Sandbox, context: dict[str, Any]
+) -> None:
+    """The container runtimes' ``--user`` must reach its volumes: emptyDir 0777, configMap
+    and secret 0755, inside the 0700 sandbox; the session's own uid changes nothing."""
+    volumes = [{"name": "scratch", "emptyDir": {}}, {"name": "sec", "secret": {"secretName": "s"}}]
+    secret = {"data": {"token": base64.b64encode(b"t").decode()}}
+    as_user = pod_of(*volumes, containers=[{"name": "main", "securityContext": context}])
+    found = sandbox.prepare(box, as_user, {}, {"s": secret})
+    assert stat.S_IMODE(found["scratch"].stat().st_mode) == 0o777
+    assert stat.S_IMODE(found["sec"].stat().st_mode) == 0o755
+    assert stat.S_IMODE(box.path.stat().st_mode) == 0o700
+    own = pod_of(*volumes)
+    own["spec"]["securityContext"] = {"runAsUser": os.geteuid()}
+    assert not sandbox.runs_as_another_user(own)
+    assert sandbox.runs_as_another_user(as_user)
+
+
 def test_a_sub_path_must_resolve_inside_its_volume(box: Sandbox, outside: Path) -> None:
     volume = box.volume("data")
     volume.mkdir(parents=True)
