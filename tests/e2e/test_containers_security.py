@@ -79,7 +79,8 @@ def test_run_as_non_root_with_a_root_image_waits_with_kubelets_reason(
     cli: Cli,  # noqa: F811
 ) -> None:
     """The image has no user (root): never created, ``waiting: CreateContainerConfigError``
-    with kubelet's message, the pod ``Pending``; with ``runAsUser: 1000`` it runs."""
+    with kubelet's message, the pod ``Pending``; with ``runAsUser: 1000`` it runs, with the
+    capabilities it asked for and no privilege escalation."""
     error = "CreateContainerConfigError"
 
     async def body(env: Local) -> None:
@@ -95,8 +96,14 @@ def test_run_as_non_root_with_a_root_image_waits_with_kubelets_reason(
         assert (entry["restartCount"], found["status"]["phase"]) == (0, "Pending")
         assert await _containers(cli, networked.session) == []  # never created
         allowed = {**context, "runAsUser": 1000}
-        await env.create(pod("user", _sh("id -u"), securityContext=allowed))
+        capabilities = {"drop": ["ALL"], "add": ["CAP_NET_RAW", "SYS_PTRACE"]}
+        own = {"capabilities": capabilities, "allowPrivilegeEscalation": False}
+        caps = "id -u; grep -E '^(CapBnd|NoNewPrivs)' /proc/self/status"
+        await env.create(pod("user", _sh(caps, securityContext=own), securityContext=allowed))
         ran = await env.phase("user", "Succeeded", "Failed")
-        assert (ran["status"]["phase"], await _log(env, "user")) == ("Succeeded", ["1000"])
+        lines = [" ".join(line.split()) for line in await _log(env, "user")]
+        assert ran["status"]["phase"] == "Succeeded", lines
+        # bits 13 (NET_RAW) and 19 (SYS_PTRACE), with or without CAP_, as both CLIs take them
+        assert lines == ["1000", "CapBnd: 0000000000082000", "NoNewPrivs: 1"]
 
     run_local(site.server, site.logs, site.root, body, container_runtime=networked)
