@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +30,13 @@ IDS = "id -u; id -g; id -G; touch /x 2>/dev/null && echo writable || echo read-o
 SCRATCH = "touch /scratch/x && echo scratch-writable"  # an emptyDir, as that user
 
 
+def _host_nameservers() -> list[str]:
+    """The host's resolvers (a ``dnsConfig`` nameserver that answers: Docker's embedded
+    server forwards every name it does not know to the pod's nameservers)."""
+    lines = Path("/etc/resolv.conf").read_text(encoding="utf-8").splitlines()
+    return [line.split()[1] for line in lines if line.startswith("nameserver ")]
+
+
 @pytest.fixture
 def networked(cli: Cli) -> Iterator[ContainerRuntime]:  # noqa: F811
     session = f"t{uuid.uuid4().hex[:10]}"
@@ -43,7 +51,7 @@ def test_security_context_and_dns_settings_reach_the_container(
     """runAsUser/runAsGroup/supplementalGroups are the ids, readOnlyRootFilesystem makes /
     read-only (an emptyDir stays writable for that user), dnsConfig's searches follow the
     cluster's path in resolv.conf, and a peer's ``<hostname>.<subdomain>`` and ``<pod>.<ns>``
-    resolve as from a cluster pod."""
+    resolve as from a cluster pod, also with a ``dnsConfig`` nameserver of its own."""
     lookups = "getent hosts h0.grp >/dev/null && echo found-h0.grp; "
     script = f"{IDS}; grep ^search /etc/resolv.conf; {lookups}"
 
@@ -58,7 +66,11 @@ def test_security_context_and_dns_settings_reach_the_container(
             securityContext={"readOnlyRootFilesystem": True},
             volumeMounts=[{"name": "scratch", "mountPath": "/scratch"}],
         )
-        dns = {"searches": ["example.org"], "options": [{"name": "ndots", "value": "2"}]}
+        dns = {
+            "searches": ["example.org"],
+            "nameservers": _host_nameservers()[:1],  # after the network's own server
+            "options": [{"name": "ndots", "value": "2"}],
+        }
         scratch = [{"name": "scratch", "emptyDir": {}}]
         await env.create(
             pod("checks", checks, securityContext=context, dnsConfig=dns, volumes=scratch)
