@@ -114,7 +114,9 @@ def test_a_failed_job_names_the_replica_exit_code_and_reason(tmp_path: Path) -> 
 def test_a_replica_that_cannot_start_fails_the_run_with_its_reason(
     tmp_path: Path, change: dict[str, Any], expected: str
 ) -> None:
-    manifest = job("cannot", master=py(RANKS), worker=py(RANKS))
+    # the master outlives the worker's failed start: a master that finished first would end
+    # the job Succeeded (PyTorch's success policy), whichever replica could not start
+    manifest = job("cannot", master=py("import time; time.sleep(120)"), worker=py(RANKS))
     container = manifest["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][
         0
     ]

@@ -21,6 +21,7 @@ else is ``Error``. A signal N is reported as exit code 128+N, as container runti
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import os
 import signal
@@ -34,11 +35,14 @@ _LIBC = ctypes.CDLL(None, use_errno=True)
 _PRCTL = _LIBC.prctl
 
 
-def _die_with(parent: int) -> Callable[[], None]:
-    def preexec() -> None:  # runs in the child: keep it to two system calls
+def _die_with(parent: int, watch_fd: int | None) -> Callable[[], None]:
+    def preexec() -> None:  # runs in the child: keep it to a few system calls
         _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != parent:
             os._exit(137)
+        if watch_fd is not None:  # the new group registers itself before anything runs in it
+            with contextlib.suppress(OSError):  # the watchdog is gone: nothing to tell
+                os.write(watch_fd, b"+%d\n" % os.getpid())  # one write < PIPE_BUF: atomic
 
     return preexec
 
@@ -52,10 +56,13 @@ async def start(
     stdout: int | None = None,
     stderr: int | None = None,
     process_group: int = 0,
+    watch_fd: int | None = None,
 ) -> asyncio.subprocess.Process:
     """Start ``argv`` (``OSError`` when it cannot be executed) in a new or given group.
 
     With the default ``None`` for a stream, the process gets a pipe (``stdin``: /dev/null).
+    ``watch_fd``: the reaper's pipe; a new group (``process_group=0``) writes its ``+PGID``
+    line there itself, between ``fork`` and ``exec``, so no process of it runs unwatched.
     """
     return await asyncio.create_subprocess_exec(
         *argv,
@@ -65,7 +72,7 @@ async def start(
         env=dict(env),
         cwd=str(cwd),
         process_group=process_group,
-        preexec_fn=_die_with(os.getpid()),
+        preexec_fn=_die_with(os.getpid(), watch_fd if process_group == 0 else None),
         close_fds=True,
         umask=privacy.inherited_umask(),  # the user's own, not the state directory's 0o077
     )

@@ -13,8 +13,9 @@ The write end is the kubelet's alone: ``os.pipe`` descriptors are not inherited 
 ``exec``, and containers are started with ``close_fds``. Run as a script by path with
 ``python -I -S``: it imports the standard library only.
 
-Remaining window: a process group created in the instant between the container's ``fork``
-and the ``+PGID`` line reaching the pipe is only covered by the leader's parent-death signal.
+No window: a container's new group writes its own ``+PGID`` line to the pipe between its
+``fork`` and its ``exec`` (``processes.start(watch_fd=...)``), so the watchdog knows the group
+before any program runs in it; the kubelet's own ``watch`` afterwards repeats it (a set).
 """
 
 from __future__ import annotations
@@ -64,6 +65,13 @@ class Reaper:
     @property
     def pid(self) -> int:
         return self._process.pid
+
+    @property
+    def fileno(self) -> int | None:
+        """The pipe's write end, for a new container group to register itself (None once
+        closed)."""
+        stdin = self._process.stdin
+        return None if stdin is None or stdin.closed else stdin.fileno()
 
     def watch(self, group: int) -> None:
         """Kill ``group`` if the kubelet dies."""

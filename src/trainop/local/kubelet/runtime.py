@@ -323,7 +323,13 @@ class HostRuntime:
         stdin, stdout, stderr = stdio.streams()
         try:
             process = await processes.start(
-                launch.argv, env=env, cwd=launch.cwd, stdin=stdin, stdout=stdout, stderr=stderr
+                launch.argv,
+                env=env,
+                cwd=launch.cwd,
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
+                watch_fd=self._reaper.fileno,
             )
         except OSError as exc:
             stdio.failed()
