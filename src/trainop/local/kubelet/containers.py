@@ -309,7 +309,7 @@ class ContainerRuntime:
         if problem:
             message = f"CDI device injection failed: {problem}"
             raise StartError("ContainerCannotRun", "CreateContainerError", message)
-        check_devices(devices, self._cdi_dirs)
+        await asyncio.to_thread(check_devices, devices, self._cdi_dirs)  # reads spec files
 
     def _labels(self) -> list[str]:
         """The labels of everything this session makes (but its pods' own)."""

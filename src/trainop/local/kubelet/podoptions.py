@@ -126,6 +126,7 @@ def dns_options(pod_spec: Mapping[str, Any], namespace: str, network_dns: str = 
     for server in servers:
         words += ["--dns", server]
     for option in config.get("options") or []:
-        value = option.get("value")
-        words += ["--dns-option", str(option["name"]) + (f":{value}" if value else "")]
+        name, value = option.get("name"), option.get("value")
+        if name:  # the API lets an option's name be left out: nothing to pass then
+            words += ["--dns-option", str(name) + (f":{value}" if value else "")]
     return words

@@ -126,13 +126,13 @@ def test_dns_config_adds_searches_nameservers_and_options() -> None:
         "dnsConfig": {
             "searches": ["pi.ns.svc.cluster.local", "example.org"],
             "nameservers": ["1.2.3.4"],
-            "options": [{"name": "ndots", "value": "2"}, {"name": "edns0"}],
+            "options": [{"name": "ndots", "value": "2"}, {"name": "edns0"}, {"value": "1"}],
         },
     }
     words = podoptions.dns_options(pod, "ns", "10.89.0.1")
     assert _pair(words, "--dns-search") == ["ns.svc", "svc", "pi.ns.svc", "example.org"]
     assert _pair(words, "--dns") == ["10.89.0.1", "1.2.3.4"]  # the network's server first
-    assert _pair(words, "--dns-option") == ["ndots:2", "edns0"]
+    assert _pair(words, "--dns-option") == ["ndots:2", "edns0"]  # a nameless option: none
     assert _pair(podoptions.dns_options(pod, "ns"), "--dns") == ["1.2.3.4"]  # docker's
 
 
