@@ -34,17 +34,25 @@ TARGET_LOSS = 0.02
 STALE_MARKER_SECONDS = 600
 
 
+def say(line: str) -> None:
+    """One write per line: under ``torchrun --nproc-per-node`` several ranks share the pod's
+    output, and ``print`` under ``python -u`` writes the text and its newline separately, so
+    another rank's line could land between them."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def fail_once(rank: int, directory: Path) -> None:
     pod = os.environ.get("POD_NAME") or os.environ["MASTER_ADDR"]
     marker = directory / f"trainop-fail-once-{pod}-{os.environ['MASTER_PORT']}-rank{rank}"
     with contextlib.suppress(OSError):
         if time.time() - marker.stat().st_mtime < STALE_MARKER_SECONDS:
             marker.unlink()
-            print(f"rank {rank}: second run (marker {marker} present), carrying on", flush=True)
+            say(f"rank {rank}: second run (marker {marker} present), carrying on")
             return
     directory.mkdir(parents=True, exist_ok=True)
     marker.write_text("failed once\n")
-    print(f"rank {rank}: first run, exiting 137 to simulate an OOM kill", flush=True)
+    say(f"rank {rank}: first run, exiting 137 to simulate an OOM kill")
     os._exit(137)
 
 
@@ -74,7 +82,7 @@ def train(rank: int) -> tuple[float, float]:
     dist.all_reduce(highest, op=dist.ReduceOp.MAX)
     dist.all_reduce(lowest, op=dist.ReduceOp.MIN)
     w, b = params.tolist()
-    print(f"rank {rank}: loss={loss.item():.5f} w={w:.4f} b={b:.4f}", flush=True)
+    say(f"rank {rank}: loss={loss.item():.5f} w={w:.4f} b={b:.4f}")
     return mean_loss.item(), (highest - lowest).abs().max().item()
 
 
@@ -86,7 +94,7 @@ def main() -> int:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     if args.fail_once_rank == rank:
         fail_once(rank, args.fail_once_dir)
-    print(f"rank {rank}/{world}: joining {os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}")
+    say(f"rank {rank}/{world}: joining {os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}")
     dist.init_process_group("gloo", timeout=timedelta(seconds=120))
     total, expected = allreduce_sum(rank), world * (world + 1) // 2
     loss, spread = train(rank)
@@ -94,10 +102,9 @@ def main() -> int:
     dist.destroy_process_group()
     ok = total == expected and loss < TARGET_LOSS and spread == 0.0
     verdict = "OK" if ok else "FAIL"
-    print(
+    say(
         f"PROOF ddp rank={rank} world={world} allreduce sum={total} expected={expected} "
-        f"loss={loss:.5f} target<{TARGET_LOSS} param_spread={spread:g} {verdict}",
-        flush=True,
+        f"loss={loss:.5f} target<{TARGET_LOSS} param_spread={spread:g} {verdict}"
     )
     return 0 if ok else 1
 
