@@ -117,10 +117,11 @@ e2e: e2e-env kubectl-env container-env container-images
 # images' root filesystem. Skipped with a message where apt-get is not available.
 container-env:
 	@if command -v podman >/dev/null && command -v runc >/dev/null && \
-		command -v mmdebstrap >/dev/null && test -x /usr/lib/podman/aardvark-dns; then :; \
+		command -v mmdebstrap >/dev/null && command -v iptables >/dev/null && \
+		test -x /usr/lib/podman/aardvark-dns; then :; \
 	elif command -v apt-get >/dev/null; then \
 		{ apt-get update && apt-get install -y --no-install-recommends podman runc \
-			netavark aardvark-dns mmdebstrap uidmap; } || \
+			netavark aardvark-dns iptables mmdebstrap uidmap; } || \
 		echo "container-env: apt-get failed: skipped (the container tests will skip)"; \
 	else echo "container-env: no apt-get here: skipped (the container tests will skip)"; fi
 
