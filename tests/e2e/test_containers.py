@@ -384,6 +384,14 @@ def _exec_into_a_container(env: dict[str, str], tmp_path: Path) -> None:
     script = "echo $FOO; pwd; hostname; cat /etc/cfg/key; echo; touch /etc/cfg/x || echo ro"
     out = kubectl("exec", "sleeper", "--", "sh", "-c", script)
     assert out.split() == ["bar", "/tmp", "sleeper", "value", "ro"]
+    # kubelet's image event, then Created and Started (the image is local: never pulled)
+    shown = json.loads(
+        kubectl("get", "events", "--field-selector=involvedObject.name=sleeper", "-o", "json")
+    )
+    reasons = {event["reason"]: event["message"] for event in shown["items"]}
+    image = "localhost/trainop-debian-py:12"
+    assert reasons["Pulled"] == f'Container image "{image}" already present on machine'
+    assert {"Created", "Started"} <= reasons.keys()
 
 
 MPI_IMAGE = "localhost/trainop-mpi:1"

@@ -20,10 +20,12 @@ from trainop.local.kubelet.reaper import Reaper
 from trainop.local.kubelet.runtime import (
     HostRuntime,
     Launch,
+    Report,
     Running,
     StartError,
     StartWarning,
     Target,
+    no_report,
 )
 
 from .conftest import Site
@@ -47,10 +49,13 @@ class NoPull:
     async def close(self) -> None:
         pass
 
-    async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
+    async def start(
+        self, target: Target, launch: Launch, env: Mapping[str, str], report: Report = no_report
+    ) -> Running:
         self.starts += 1
         if self.never:
             raise StartError(NEVER, NEVER, NEVER_MESSAGE, image="img:1")
+        report("Normal", "Pulling", 'Pulling image "img:1"')  # as the container runtime does
         raise StartError("ErrImagePull", "ErrImagePull", MESSAGE, image="img:1")
 
 
@@ -111,6 +116,7 @@ def test_an_image_that_cannot_be_pulled_only_waits_and_backs_off(site: Site, pol
         )
         assert await _events(env) == [
             ("Normal", "BackOff", back_off, 1),
+            ("Normal", "Pulling", 'Pulling image "img:1"', 1),  # the runtime's report
             ("Warning", "Failed", "Error: ErrImagePull", 1),
             ("Warning", "Failed", "Error: ImagePullBackOff", 1),
             ("Warning", "Failed", f'Failed to pull image "img:1": {MESSAGE}', 1),
@@ -154,7 +160,9 @@ REFUSED = 'container has runAsNonRoot and image will run as root (pod: "ns/p", c
 class Refuses(NoPull):
     """A runtime that refuses the container (kubelet's ``runAsNonRoot`` check)."""
 
-    async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
+    async def start(
+        self, target: Target, launch: Launch, env: Mapping[str, str], report: Report = no_report
+    ) -> Running:
         self.starts += 1
         self.pod_spec = launch.pod_spec
         error = "CreateContainerConfigError"
@@ -224,7 +232,9 @@ class Recording(NoPull):
         super().__init__()
         self.devices: dict[str, tuple[str, ...]] = {}
 
-    async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
+    async def start(
+        self, target: Target, launch: Launch, env: Mapping[str, str], report: Report = no_report
+    ) -> Running:
         self.devices[target.pod] = launch.devices
         raise StartError("StartError", "RunContainerError", "recorded")
 
@@ -266,7 +276,9 @@ class Warns(NoPull):
         if self._reaper is not None:
             self._reaper.close()
 
-    async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
+    async def start(
+        self, target: Target, launch: Launch, env: Mapping[str, str], report: Report = no_report
+    ) -> Running:
         assert self._reaper is not None
         running = await HostRuntime(self._reaper).start(target, launch, env)
         running.warnings = (StartWarning("ResourceLimitsIgnored", "limits.memory 1Gi ..."),)  # type: ignore[misc]

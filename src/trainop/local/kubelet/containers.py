@@ -65,12 +65,14 @@ from trainop.local.apiserver import defaults
 from trainop.local.kubelet import containercli, gpus, podoptions, processes
 from trainop.local.kubelet.runtime import (
     Launch,
+    Report,
     Running,
     StartError,
     StartWarning,
     Stdio,
     StdioRun,
     Target,
+    no_report,
 )
 
 log = logging.getLogger(__name__)
@@ -214,12 +216,17 @@ class ContainerRuntime:
         for name, _ in await self._cli.networks(label):
             await self._cli.call(*self._cli.network_remove_words(name))
 
-    async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
+    async def start(
+        self, target: Target, launch: Launch, env: Mapping[str, str], report: Report = no_report
+    ) -> Running:
         del env  # the host's environment stays on the host: the pod's own env goes in
         spec = launch.spec
         image = str(spec.get("image") or "")
-        await self._ensure_image(image, pull_policy(spec))
-        config = await self._image_config(image)
+        pulled_in = await self._ensure_image(image, pull_policy(spec), report)
+        found = await self._cli.json("image", *self._cli.inspect_words(image))
+        config = _image_config(found)
+        if pulled_in is not None:  # kubelet's event once the pulled image is there
+            report("Normal", "Pulled", pulled_message(image, pulled_in, _image_size(found)))
         user = podoptions.image_user(config)
         pod_id = f"{target.namespace}/{target.pod}"
         if refused := podoptions.refusal(launch.pod_spec, spec, user, pod_id):
@@ -381,26 +388,67 @@ class ContainerRuntime:
         limited = limits(launch.spec, self._controllers)[0]
         return [*words, *security, *limited, *device_options(launch.devices)]
 
-    async def _ensure_image(self, image: str, policy: str) -> None:
+    async def _ensure_image(self, image: str, policy: str, report: Report) -> float | None:
+        """Have ``image`` as ``policy`` says, with kubelet's events: how long a pull took,
+        None when the image was there already (``StartError`` when it cannot be had)."""
         present = (await self._cli.call(*self._cli.image_exists_words(image))).code == 0
-        if policy == "Never":
-            if not present:
-                message = f'Container image "{image}" is not present with pull policy of Never'
-                raise StartError("ErrImageNeverPull", "ErrImageNeverPull", message, image=image)
-            return
-        if present and policy == "IfNotPresent":
-            return
+        if policy == "Never" and not present:
+            message = f'Container image "{image}" is not present with pull policy of Never'
+            raise StartError("ErrImageNeverPull", "ErrImageNeverPull", message, image=image)
+        if present and policy != "Always":
+            report("Normal", "Pulled", f'Container image "{image}" already present on machine')
+            return None
+        report("Normal", "Pulling", f'Pulling image "{image}"')
+        began = time.monotonic()
         reply = await self._cli.call("pull", "--quiet", image)
         if reply.code != 0:
             message = f'failed to pull image "{image}": {reply.last_line}'
             raise StartError("ErrImagePull", "ErrImagePull", message, image=image)
+        return time.monotonic() - began
 
-    async def _image_config(self, image: str) -> Mapping[str, Any]:
-        found = await self._cli.json("image", *self._cli.inspect_words(image))
-        if not found:
-            return {}
-        config = found[0].get("Config") if isinstance(found, list) else None
-        return config if isinstance(config, dict) else {}
+
+def _image_config(found: Any) -> Mapping[str, Any]:
+    """The ``Config`` of an image as ``image inspect`` shows it ({} when unknown)."""
+    if not found or not isinstance(found, list) or not isinstance(found[0], dict):
+        return {}
+    config = found[0].get("Config")
+    return config if isinstance(config, dict) else {}
+
+
+def _image_size(found: Any) -> int:
+    """The image's size in bytes as ``image inspect`` shows it (0 when unknown)."""
+    if not found or not isinstance(found, list) or not isinstance(found[0], dict):
+        return 0
+    size = found[0].get("Size")
+    return size if isinstance(size, int) and not isinstance(size, bool) else 0
+
+
+def pulled_message(image: str, seconds: float, size: int) -> str:
+    """kubelet's ``Pulled`` message after a pull (one pull at a time here, so the time
+    including waiting is the pull's own)."""
+    took = go_duration(seconds)
+    return (
+        f'Successfully pulled image "{image}" in {took} ({took} including waiting). '
+        f"Image size: {size} bytes."
+    )
+
+
+def go_duration(seconds: float) -> str:
+    """A duration as Go prints a ``time.Duration`` truncated to milliseconds (``532ms``,
+    ``1.2s``, ``2m3.456s``), as kubelet's events show it."""
+    millis = max(0, int(seconds * 1000))
+    if millis == 0:
+        return "0s"
+    if millis < 1000:
+        return f"{millis}ms"
+    minutes, millis = divmod(millis, 60_000)
+    hours, minutes = divmod(minutes, 60)
+    secs = f"{millis // 1000}.{millis % 1000:03d}".rstrip("0").rstrip(".")
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"
 
 
 class Container(StdioRun):

@@ -61,7 +61,7 @@ from trainop.local.kubelet.events import PodEvents, PodRef
 from trainop.local.kubelet.logfiles import LogFiles, pump
 from trainop.local.kubelet.podstate import ContainerState, PodState
 from trainop.local.kubelet.reaper import Reaper
-from trainop.local.kubelet.runtime import Launch, Running, StartError
+from trainop.local.kubelet.runtime import Launch, Report, Running, StartError
 from trainop.local.podstatus.render import Termination
 
 log = logging.getLogger(__name__)
@@ -396,7 +396,9 @@ class PodRun:
         began = self._clock.now()
         self._start_errors.pop(container.name, None)
         try:
-            process = await self._runtime.start(self._target(container), launch, env)
+            process = await self._runtime.start(
+                self._target(container), launch, env, self._reporter(container.name)
+            )
         except StartError as exc:
             if exc.image or exc.config:
                 self._pull_failed(container, exc)
@@ -481,6 +483,14 @@ class PodRun:
                 recovery.write_ended(path, container.restart_count, ended)
         except OSError as exc:  # a full disk must not stop the pod
             log.warning("cannot record container %s of %s: %s", container.name, self._ref, exc)
+
+    def _reporter(self, container: str) -> Report:
+        """The runtime's reports during one start of ``container``, as its Events."""
+
+        def report(type_: str, reason: str, message: str) -> None:
+            self._event(container, type_, reason, message)
+
+        return report
 
     def _event(self, container: str, type_: str, reason: str, message: str) -> None:
         if self._events is not None:

@@ -21,7 +21,7 @@ import contextlib
 import os
 import pty
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -88,6 +88,17 @@ class StartError(Exception):
         # a container kubelet refuses to create (``CreateContainerConfigError``: runAsNonRoot
         # with a root user): it only waits too, and is tried again after the back-off
         self.config = config
+
+
+# How a runtime reports what happens during a start as it happens (kubelet's image events:
+# ``Pulling``, then ``Pulled`` or the failure): ``report(type, reason, message)``; ``podrun``
+# records each as an Event on the pod, before ``Created``/``Started`` or the start's error.
+Report = Callable[[str, str, str], None]
+
+
+def no_report(type_: str, reason: str, message: str) -> None:
+    """A ``Report`` for starts nobody watches (tests, runtimes without images)."""
+    del type_, reason, message
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +185,11 @@ class Runtime(Protocol):
         """After the last pod stopped: remove whatever the runtime made."""
         ...
 
-    async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
-        """Start one run of the container (``StartError`` when it cannot)."""
+    async def start(
+        self, target: Target, launch: Launch, env: Mapping[str, str], report: Report = no_report
+    ) -> Running:
+        """Start one run of the container (``StartError`` when it cannot); ``report`` gets
+        the start's events as they happen (an image pulled or found present)."""
         ...
 
 
@@ -316,7 +330,10 @@ class HostRuntime:
     async def close(self) -> None:
         """Nothing left: every process group was killed with its pod."""
 
-    async def start(self, target: Target, launch: Launch, env: Mapping[str, str]) -> Running:
+    async def start(
+        self, target: Target, launch: Launch, env: Mapping[str, str], report: Report = no_report
+    ) -> Running:
+        del report  # no image: nothing to pull
         if not launch.argv:
             raise StartError("ContainerCannotRun", "CreateContainerError", NO_COMMAND)
         stdio = Stdio(launch.spec)

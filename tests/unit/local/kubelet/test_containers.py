@@ -12,7 +12,7 @@ import pytest
 
 from trainop.local import runtimes
 from trainop.local.kubelet import containercli, containers
-from trainop.local.kubelet.runtime import Launch, StartError, Target
+from trainop.local.kubelet.runtime import Launch, Report, StartError, Target
 
 ENTRY = {"Entrypoint": ["python3", "/opt/train/ddp.py"], "Cmd": ["--epochs", "1"]}
 
@@ -133,8 +133,10 @@ def test_a_run_is_podman_run_with_labels_network_aliases_and_the_pods_env_only(
         pod_env={"MASTER_ADDR": "job-master-0"},
     )
 
+    reports: list[tuple[str, str, str]] = []
+
     async def scenario() -> tuple[int, tuple[int, str], bytes]:
-        running = await runtime.start(TARGET, launch, launch.env)
+        running = await runtime.start(TARGET, launch, launch.env, _recorder(reports))
         out = await running.stdout.read()
         code = await running.wait()
         return code, await running.outcome(code, killed_by_kubelet=False), out
@@ -156,6 +158,7 @@ def test_a_run_is_podman_run_with_labels_network_aliases_and_the_pods_env_only(
     assert '--entrypoint ["python3", "--fast"] img:1' in run
     assert "MASTER_ADDR=job-master-0" in calls
     assert "SECRET=host-only" not in calls
+    assert reports == [("Normal", "Pulled", 'Container image "img:1" already present on machine')]
 
 
 def test_a_missing_image_is_err_image_pull_with_the_runtimes_last_message(
@@ -164,8 +167,10 @@ def test_a_missing_image_is_err_image_pull_with_the_runtimes_last_message(
     podman, _ = _fake_podman(tmp_path, image_exists=False)
     runtime = containers.ContainerRuntime(podman, session="s1")
     launch = _launch(tmp_path, {"name": "c", "image": "img:1"})
+    reports: list[tuple[str, str, str]] = []
     with pytest.raises(StartError) as caught:
-        asyncio.run(runtime.start(TARGET, launch, {}))
+        asyncio.run(runtime.start(TARGET, launch, {}, _recorder(reports)))
+    assert reports == [("Normal", "Pulling", 'Pulling image "img:1"')]  # then podrun's Failed
     assert caught.value.reason == "ErrImagePull"
     assert caught.value.image == "img:1"
     assert str(caught.value) == (
@@ -182,6 +187,33 @@ def test_never_pull_of_a_missing_image_is_err_image_never_pull(tmp_path: Path) -
     assert caught.value.reason == "ErrImageNeverPull"
     assert str(caught.value) == 'Container image "img:1" is not present with pull policy of Never'
     assert "pull" not in log.read_text()
+
+
+def _recorder(reports: list[tuple[str, str, str]]) -> Report:
+    def report(type_: str, reason: str, message: str) -> None:
+        reports.append((type_, reason, message))
+
+    return report
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        *[(0, "0s"), (0.0004, "0s"), (0.532, "532ms"), (1.2, "1.2s"), (1.2345, "1.234s")],
+        *[(60, "1m0s"), (123.456, "2m3.456s"), (3600, "1h0m0s"), (3725.5, "1h2m5.5s")],
+    ],
+)
+def test_durations_print_as_go_prints_them_truncated_to_milliseconds(
+    seconds: float, shown: str
+) -> None:
+    assert containers.go_duration(seconds) == shown
+
+
+def test_a_pull_is_reported_as_kubelet_words_it() -> None:
+    assert containers.pulled_message("busybox:1", 1.5, 4_300_000) == (
+        'Successfully pulled image "busybox:1" in 1.5s (1.5s including waiting). '
+        "Image size: 4300000 bytes."
+    )
 
 
 def _job(command: list[str] | None) -> dict[str, object]:
