@@ -170,6 +170,7 @@ def check_local_up_runs_containers(tmp: Path, runtime: str, left: Left) -> None:
         assert left(tmp)[1], "the session's network exists while the cluster runs"
         if shutil.which("kubectl"):
             _exec_into_a_container(env, tmp)
+            _a_missing_image_is_described(env)
     finally:
         down = subprocess.run(
             [*TRAINOP, "local", "down", "--state-dir", str(state)],
@@ -392,6 +393,42 @@ def _exec_into_a_container(env: dict[str, str], tmp_path: Path) -> None:
     image = "localhost/trainop-debian-py:12"
     assert reasons["Pulled"] == f'Container image "{image}" already present on machine'
     assert {"Created", "Started"} <= reasons.keys()
+
+
+def _a_missing_image_is_described(env: dict[str, str]) -> None:
+    """A job whose image cannot be pulled: ``kubectl describe pod`` shows the container
+    waiting with the runtime's message and kubelet's events; ``trainop describe`` shows the
+    engine's warning with that message."""
+    missing = "localhost/trainop-missing:1"
+    text = (MANIFESTS / "pytorch-ddp.yaml").read_text().replace("localhost/trainop-ddp:1", missing)
+    applied = subprocess.run(
+        ["kubectl", "apply", "-f", "-"], input=text, env=env, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert applied.returncode == 0, applied.stderr
+    pulled = f'failed to pull image "{missing}": '
+
+    def describe(*words: str) -> str:
+        done = subprocess.run(
+            list(words), env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    deadline = time.monotonic() + 60
+    pod = job = ""
+    while time.monotonic() < deadline:
+        pod = describe("kubectl", "describe", "pod", "ddp-containers-master-0")
+        job = describe(*TRAINOP, "describe", "pytorchjob", "ddp-containers")
+        if pulled in pod and "ErrImagePull" in job:
+            break
+        time.sleep(0.5)  # polling another process's state, with the deadline above
+    assert re.search(r"Reason:\s+(ErrImagePull|ImagePullBackOff)", pod), pod
+    assert pulled in pod, pod
+    assert f'Pulling image "{missing}"' in pod, pod  # kubelet's events, in the Events table
+    assert f'Failed to pull image "{missing}": {pulled}' in pod, pod
+    assert "ErrImagePull" in job, job
+    assert pulled in job, job
 
 
 MPI_IMAGE = "localhost/trainop-mpi:1"

@@ -21,6 +21,10 @@ from trainop.cli.session import age, cluster_command, kind_of
 from trainop.kube.client import Obj
 from trainop.sdk import TrainingClient, constants
 
+# The width of describe's output when it is not a terminal: rows are never wrapped (a
+# message cut to a terminal's width would lose the runtime's words a script greps for).
+UNWRAPPED_WIDTH = 100_000
+
 
 @click.command("describe")
 @click.argument("kind")
@@ -34,6 +38,8 @@ def describe(client: TrainingClient, kind: str, name: str, namespace: str) -> No
     events = client.get_job_events(name, namespace, info.kind)
     podgroup = client.get_job_podgroup(name, namespace)
     console = Console(highlight=False, soft_wrap=True)
+    if not console.is_terminal:  # piped (grep, a file): one line per row, as kubectl prints
+        console.width = UNWRAPPED_WIDTH
     console.print(f"[bold]Name:[/]      {name}\n[bold]Kind:[/]      {info.kind}")
     console.print(f"[bold]Namespace:[/] {namespace}\n[bold]State:[/]     {state(job)}")
     console.print(f"[bold]Age:[/]       {age(job.metadata.creation_timestamp)}")
@@ -51,6 +57,7 @@ def conditions_table(job: Job) -> Table | str:
     if not conditions:
         return "none yet"
     table = Table("Type", "Status", "Reason", "Message", box=None, pad_edge=False)
+    table.columns[-1].overflow = "fold"  # on a terminal: wrapped, never cut to an ellipsis
     for condition in conditions:
         table.add_row(condition.type, condition.status, condition.reason or "", condition.message)
     return table
@@ -78,6 +85,7 @@ def events_table(events: list[Obj]) -> Table | str:
     if not events:
         return "none"
     table = Table("Type", "Reason", "Object", "Message", box=None, pad_edge=False)
+    table.columns[-1].overflow = "fold"  # on a terminal: wrapped, never cut to an ellipsis
     for event in events:
         involved = event.get("involvedObject") or {}
         table.add_row(

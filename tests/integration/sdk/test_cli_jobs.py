@@ -100,6 +100,9 @@ def test_describe_a_failed_job_names_replica_exit_code_and_reason(
     assert "the job failed: replica worker-0 exited with code 7 (Error)" in described
     assert "Events:" in described
     assert "Failed" in described
+    # piped, as here: every row on one line, the message whole (not cut to 80 columns)
+    exited = f"Pod: default.{name}-worker-0 exited with code 7"
+    assert any("ExitedWithCode" in line and exited in line for line in described.splitlines())
     ok(trainop(kubeconfig, "delete", "tfjob", name))
 
 
