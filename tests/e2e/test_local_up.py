@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -120,3 +121,63 @@ def test_pytorch_fail_once_exitcode_applied_with_kubectl_restarts_one_replica(
     exited = [line for line in messages.splitlines() if "exited with code 137" in line]
     assert exited, messages
     assert all(f"{name}-worker-1 " in f"{line} " for line in exited), exited
+
+
+def _in_namespace(source: str, namespace: str, name: str, path: Path) -> str:
+    """The example at ``source`` renamed ``name`` in ``namespace``, written to ``path``."""
+    manifest = yaml.safe_load((ROOT / source).read_text())
+    manifest["metadata"].update(name=name, namespace=namespace)
+    path.write_text(yaml.safe_dump(manifest))
+    return str(path)
+
+
+def _interval(kubectl: list[str], namespace: str, name: str) -> tuple[str, str]:
+    times = _run(
+        kubectl,
+        *("get", "mpijob", name, "-n", namespace, "-o"),
+        "jsonpath={.status.startTime} {.status.completionTime}",
+    ).split()
+    assert len(times) == 2, times
+    return times[0], times[1]
+
+
+@pytest.mark.e2e
+def test_mpi_v1_and_v2beta1_jobs_of_one_name_run_side_by_side(
+    kubectl: list[str], tmp_path: Path
+) -> None:
+    """One operator, both MPIJob semantics at once: the v1 example and the v2beta1 example,
+    both named ``mpi-allreduce``, in two namespaces. Each gets its own version's objects
+    (v1: a launcher Pod and kubexec.sh; v2beta1: a launcher batch/v1 Job, the SSH key Secret,
+    discover_hosts.sh) and each proves its allreduce."""
+    name = "mpi-allreduce"
+    v1 = _in_namespace("examples/mpi/allreduce.yaml", "mpi-v1", name, tmp_path / "v1.yaml")
+    v2 = _in_namespace("examples/mpi/v2beta1-allreduce.yaml", "mpi-v2", name, tmp_path / "v2.yaml")
+    _run(kubectl, "create", "namespace", "mpi-v1")
+    _run(kubectl, "create", "namespace", "mpi-v2")
+    _run(kubectl, "apply", "-f", v1, "-f", v2)
+    for namespace in ("mpi-v1", "mpi-v2"):
+        waited = ("wait", "--for=condition=Succeeded", f"mpijob/{name}", "-n", namespace)
+        _run(kubectl, *waited, "--timeout=180s", timeout=200)
+    v1_config = _run(kubectl, "get", "configmap", f"{name}-config", "-n", "mpi-v1", "-o", "json")
+    v2_config = _run(kubectl, "get", "configmap", f"{name}-config", "-n", "mpi-v2", "-o", "json")
+    assert "kubexec.sh" in v1_config
+    assert "discover_hosts.sh" in v2_config
+    assert "kubexec.sh" not in v2_config
+    _run(kubectl, "get", "pod", f"{name}-launcher", "-n", "mpi-v1")  # v1: the launcher is a Pod
+    _run(kubectl, "get", "job.batch", f"{name}-launcher", "-n", "mpi-v2")  # v2beta1: a Job
+    _run(kubectl, "get", "secret", f"{name}-ssh", "-n", "mpi-v2")
+    jobs = _run(kubectl, "get", "job.batch", "-n", "mpi-v1", "-o", "name")
+    assert jobs.strip() == ""  # no batch/v1 Job for the v1 MPIJob
+    proofs = [
+        _run(kubectl, "logs", f"{name}-launcher", "-n", "mpi-v1"),
+        _run(kubectl, "logs", "-n", "mpi-v2", "-l", "training.kubeflow.org/job-role=launcher"),
+    ]
+    for log in proofs:
+        assert "PROOF mpi size=2 allreduce sum=3 expected=3" in log, log
+        assert log.rstrip().endswith("OK"), log
+    # at the same time: each ran before the other ended (RFC 3339 seconds compare as text)
+    (start_1, end_1), (start_2, end_2) = (
+        _interval(kubectl, ns, name) for ns in ("mpi-v1", "mpi-v2")
+    )
+    assert start_1 <= end_2
+    assert start_2 <= end_1
