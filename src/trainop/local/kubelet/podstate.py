@@ -147,8 +147,8 @@ class PodState:
             phase=self.phase,
             conditions=conditions,
             host_ip=HOST_IP,
-            containers=[
-                c.render(ready=ready and c.is_running, started=c.is_running)
+            containers=[  # each ready while it runs (no probes): the pod once all are
+                c.render(ready=c.is_running and not self.is_terminal, started=c.is_running)
                 for c in self.containers
             ],
             init_containers=[

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainop.local.kubelet.podstate import ContainerState
+from trainop.local.kubelet.podstate import ContainerState, PodState
 from trainop.local.podstatus.render import Termination
 
 T0 = "2026-01-01T00:00:00Z"
@@ -76,3 +76,24 @@ def test_a_pull_failure_after_a_run_keeps_that_run_as_last_state() -> None:
     assert (entry["restartCount"], entry["containerID"]) == (0, FIRST)
     container.run(T1, 11, SECOND)
     assert shown(container)["restartCount"] == 1
+
+
+def test_a_running_container_is_ready_while_another_has_completed() -> None:
+    """Each container is ready while it runs (no probes here); the pod only when all are:
+    a sidecar that finished leaves the server ready and the pod not."""
+    server, client = ContainerState("server", "img"), ContainerState("client", "img")
+    pod = PodState("ns", "two", "uid", T0, [], [server, client], phase="Running")
+    server.run(T0, 10, FIRST)
+    client.run(T0, 11, SECOND)
+    client.end(Termination(0, "Completed", T0, T1, container_id=SECOND))
+    status = pod.status()
+    assert [(c["name"], c["ready"]) for c in status["containerStatuses"]] == [
+        ("server", True),
+        ("client", False),
+    ]
+    ready = {c["type"]: c["status"] for c in status["conditions"]}
+    assert (ready["ContainersReady"], ready["Ready"]) == ("False", "False")
+    client.run(T1, 12, FIRST)  # both running: the pod is ready too
+    status = pod.status()
+    assert [c["ready"] for c in status["containerStatuses"]] == [True, True]
+    assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
