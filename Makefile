@@ -113,15 +113,16 @@ e2e: e2e-env kubectl-env container-env container-images
 	$(E2E_RUN) -k '$(CORE) or containers'
 
 # Containers (--runtime podman, docs/design/095): Debian's podman with runc (crun fails on
-# these machines' cgroup layout), its bridge networking with DNS, and mmdebstrap for the
-# images' root filesystem. Skipped with a message where apt-get is not available.
+# these machines' cgroup layout), its bridge networking with DNS, catatonit (a pod's holder of
+# its shared localhost runs it), and mmdebstrap for the images' root filesystem. Skipped with
+# a message where apt-get is not available.
 container-env:
 	@if command -v podman >/dev/null && command -v runc >/dev/null && \
 		command -v mmdebstrap >/dev/null && command -v iptables >/dev/null && \
-		test -x /usr/lib/podman/aardvark-dns; then :; \
+		command -v catatonit >/dev/null && test -x /usr/lib/podman/aardvark-dns; then :; \
 	elif command -v apt-get >/dev/null; then \
 		{ apt-get update && apt-get install -y --no-install-recommends podman runc \
-			netavark aardvark-dns iptables mmdebstrap uidmap; } || \
+			netavark aardvark-dns iptables catatonit mmdebstrap uidmap; } || \
 		echo "container-env: apt-get failed: skipped (the container tests will skip)"; \
 	else echo "container-env: no apt-get here: skipped (the container tests will skip)"; fi
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "tests" / "e2e" / "containers"
@@ -314,6 +315,59 @@ def test_a_tfjob_reaches_every_task_by_the_hosts_tf_config_names(podman: Path) -
         assert re.search(rf"^\[{task}\]\s+tfconfig {task} reached all 3 tasks OK$", output, re.M)
     host = "tfconfig-containers-worker-1.default.svc:2222"  # upstream's name and port
     assert re.search(rf"^\[chief-0\]\s+tfconfig chief-0 reached {host}: worker-1$", output, re.M)
+
+
+SIDECAR_CLIENT = """import socket, time, urllib.request
+for _ in range(300):
+    try:
+        urllib.request.urlopen("http://127.0.0.1:8000/").read()
+        break
+    except OSError:
+        time.sleep(0.1)
+else:
+    raise SystemExit("the sidecar never answered on localhost")
+print("reached the sidecar on localhost as", socket.gethostname())
+"""
+SIDECAR_SERVER = """import http.server as h
+h.HTTPServer(("127.0.0.1", 8000), h.SimpleHTTPRequestHandler).handle_request()
+"""
+
+
+def _sidecar_job() -> str:
+    """One master pod of two containers: ``pytorch`` asks ``sidecar`` on 127.0.0.1:8000."""
+    containers = [
+        {
+            "name": name,
+            "image": "localhost/trainop-debian-py:12",
+            "imagePullPolicy": "Never",
+            "command": ["python3", "-c", code],
+        }
+        for name, code in (("pytorch", SIDECAR_CLIENT), ("sidecar", SIDECAR_SERVER))
+    ]
+    master = {
+        "replicas": 1,
+        "restartPolicy": "Never",
+        "template": {"spec": {"containers": containers}},
+    }
+    spec = {"pytorchReplicaSpecs": {"Master": master}}
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "sidecar-pair"},
+    }
+    return yaml.safe_dump({**job, "spec": spec})
+
+
+def test_the_containers_of_a_pod_share_localhost_and_hostname(podman: Path) -> None:
+    """A sidecar listening on 127.0.0.1 is reached by the pod's other container, as in a
+    Kubernetes pod (one network namespace: the pod's holder's); both see the pod's name."""
+    manifest = podman / "sidecar.yaml"
+    manifest.write_text(_sidecar_job())
+    code, output, _ = _run(manifest, "--runtime", "podman", "--timeout", "90")
+    assert code == 0, output
+    shown = r"^\[master-0\]\s+reached the sidecar on localhost as sidecar-pair-master-0$"
+    assert re.search(shown, output, re.M), output
+    assert output.splitlines()[-1].endswith("Succeeded")
 
 
 def test_where_no_network_can_be_made_containers_share_the_hosts_with_loopback_ports(

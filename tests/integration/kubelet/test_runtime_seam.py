@@ -49,6 +49,9 @@ class NoPull:
     async def close(self) -> None:
         pass
 
+    async def release(self, uid: str) -> None:
+        pass
+
     async def start(
         self, target: Target, launch: Launch, env: Mapping[str, str], report: Report = no_report
     ) -> Running:

@@ -53,6 +53,9 @@ class Cli:
 
     name = ""  # the runtime's name: the default binary, ``--runtime``'s value, the id scheme
     holds_dns = False  # whether a network's DNS server needs a holder (``_hold_dns``)
+    # whether a pod's containers join one holder's network and UTS namespaces (``_pod_holder``:
+    # ``--network container:``, ``--uts container:``); docker's UTS sharing is untested here
+    shares_pod_namespaces = False
     replaces_network_dns = False  # whether ``run --dns`` replaces the network's DNS server
     read_only_words: tuple[str, ...] = ()  # what ``--read-only`` needs to be kubelet's
 
@@ -167,6 +170,7 @@ class Podman(Cli):
 
     name = "podman"
     holds_dns = True
+    shares_pod_namespaces = True
     replaces_network_dns = True  # in resolv.conf: the network's gateway is named first
     read_only_words = ("--read-only-tmpfs=false",)  # no writable /tmp, /run, /var/tmp
 

@@ -47,11 +47,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import re
 import shutil
 import signal
+import tarfile
 import tempfile
 import time
 from collections.abc import Collection, Mapping, Sequence
@@ -98,6 +100,12 @@ CDI_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
 CDI_FIX = "nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"
 _CDI_SUFFIXES = (".yaml", ".json")
 LIMITS_IGNORED = "ResourceLimitsIgnored"  # the Warning Event's reason (``limits``)
+POD_NOT_SHARED = "PodNamespacesNotShared"  # the Warning Event's reason (``_pod_holder``)
+# A pod's holder runs ``catatonit -P`` (it only waits) from an image trainop imports from the
+# machine's own binary: no registry, no pause image to pull.
+PAUSE_BINARY = "catatonit"
+PAUSE_PATHS = ("/usr/libexec/podman/catatonit", "/usr/libexec/catatonit/catatonit")
+PAUSE_IMAGE = "localhost/trainop-pause:1"
 
 
 def exec_command() -> str:
@@ -135,6 +143,9 @@ class ContainerRuntime:
         self._controllers_lock = asyncio.Lock()
         self._dns_held = False  # ``_hold_dns``
         self._dns_lock = asyncio.Lock()
+        self._holders: dict[str, str] = {}  # pod uid -> its holder container (``_pod_holder``)
+        self._holders_lock = asyncio.Lock()
+        self._pause: str | None = None  # the holders' image ("" where none can be made)
 
     @property
     def exec_socket(self) -> Path | None:
@@ -238,12 +249,13 @@ class ContainerRuntime:
         await self._check_devices(launch.devices)
         controllers = await self.cgroup_controllers()
         await self._hold_dns(image, argv)
+        holder = await self._pod_holder(target, launch, report)
         name = container_name(self.session, target)
         await self._cli.call(*self._cli.remove_words(name))  # a leftover of an earlier run
         cidfile = self._cidfile(name)
         stdio = Stdio(spec)  # the client relays it: ``-i`` a pipe, ``-i -t`` a terminal
         words = [
-            *self._run_options(target, launch, name, user=user),
+            *self._run_options(target, launch, name, user=user, holder=holder),
             *(["--interactive"] if stdio.stdin else []),
             *(["--tty"] if stdio.tty else []),
             "--cidfile",
@@ -329,6 +341,12 @@ class ContainerRuntime:
             f"{OWNER_LABEL}={os.getpid()}",
         ]
 
+    def _pod_labels(self, target: Target) -> list[str]:
+        """The labels of what this session makes for a pod, and no pulls (the image is there
+        by then, or the start failed)."""
+        pod = f"{POD_LABEL}={target.namespace}/{target.pod}"
+        return [*self._labels(), "--label", pod, "--pull", "never"]
+
     async def cgroup_controllers(self) -> frozenset[str] | None:
         """The cgroup controllers podman can use on this machine (``podman info``'s
         ``host.cgroupControllers``), asked once per session; None where it does not say."""
@@ -348,30 +366,16 @@ class ContainerRuntime:
         return path
 
     def _run_options(
-        self, target: Target, launch: Launch, name: str, *, user: str = ""
+        self, target: Target, launch: Launch, name: str, *, user: str = "", holder: str = ""
     ) -> list[str]:
         """The ``run`` words but the stdio and the command; ``user`` is the image's user
-        (``podoptions.image_user``)."""
-        words = [
-            "run",
-            "--name",
-            name,
-            "--hostname",
-            target.hostname,
-            *self._labels(),
-            "--label",
-            f"{POD_LABEL}={target.namespace}/{target.pod}",
-            "--pull",
-            "never",
-            "--sig-proxy=true",
-        ]
-        if self.network:
-            words += ["--network", self.network]
-            for alias in network_aliases(target):
-                words += ["--network-alias", alias]
-            words += podoptions.dns_options(launch.pod_spec, target.namespace, self._network_dns)
-        else:  # the host's resolver: no pod DNS settings
-            words += ["--network", "host"]
+        (``podoptions.image_user``); ``holder`` the pod's holder, whose network and hostname
+        the container joins (``_pod_holder``), "" for a network identity of its own."""
+        words = ["run", "--name", name, *self._pod_labels(target), "--sig-proxy=true"]
+        if holder:  # the pod's network, names, DNS settings and hostname: the holder's
+            words += ["--network", f"container:{holder}", "--uts", f"container:{holder}"]
+        else:
+            words += self._identity_options(target, launch)
         if spec_dir := launch.spec.get("workingDir"):
             words += ["--workdir", str(spec_dir)]
         for variable in launch.pod_env:  # values from the client's environment, not argv
@@ -387,6 +391,80 @@ class ContainerRuntime:
             security += self._cli.read_only_words
         limited = limits(launch.spec, self._controllers)[0]
         return [*words, *security, *limited, *device_options(launch.devices)]
+
+    def _identity_options(self, target: Target, launch: Launch) -> list[str]:
+        """A pod's network identity: its hostname, the session network with its names and
+        the pod's DNS settings (or the host's network and resolver)."""
+        words = ["--hostname", target.hostname]
+        if not self.network:  # the host's resolver: no pod DNS settings
+            return [*words, "--network", "host"]
+        words += ["--network", self.network]
+        for alias in network_aliases(target):
+            words += ["--network-alias", alias]
+        return [
+            *words,
+            *podoptions.dns_options(launch.pod_spec, target.namespace, self._network_dns),
+        ]
+
+    async def _pod_holder(self, target: Target, launch: Launch, report: Report) -> str:
+        """The container holding the pod's network and UTS namespaces, which every container
+        of a pod of more than one joins (their ``localhost`` and hostname shared, as in a
+        Kubernetes pod, whose pause container holds them): made at the pod's first start,
+        removed by ``release``. "" for a pod of one container, under the host's network, or
+        where no holder can be made (then each container has an identity of its own, and a
+        Warning Event says so)."""
+        spec = launch.pod_spec
+        count = len(spec.get("initContainers") or []) + len(spec.get("containers") or [])
+        if count < 2 or not self.network or not self._cli.shares_pod_namespaces:
+            return ""
+        async with self._holders_lock:
+            if target.uid in self._holders:
+                return self._holders[target.uid]
+            image, problem = await self._pause_image(), ""
+            name = holder_name(self.session, target)
+            if image:
+                await self._cli.call(*self._cli.remove_words(name))  # an earlier pod's
+                identity = self._identity_options(target, launch)
+                code = await self._cli.quiet(
+                    "run", "--detach", "--name", name, *self._pod_labels(target), *identity, image
+                )
+                problem = f"{self._cli.name} run of the holder exited {code}" if code else ""
+            else:
+                problem = f"no {PAUSE_BINARY} on this machine to make {PAUSE_IMAGE} from"
+            if problem:
+                message = f"the pod's containers do not share localhost and hostname: {problem}"
+                report("Warning", POD_NOT_SHARED, message)
+                return ""
+            self._holders[target.uid] = name
+            return name
+
+    async def _pause_image(self) -> str:
+        """``PAUSE_IMAGE``, imported once from the machine's ``catatonit`` (a static init
+        whose ``-P`` only waits: what a pod's holder runs), "" where it cannot be had."""
+        if self._pause is None:
+            self._pause = ""
+            if (await self._cli.call(*self._cli.image_exists_words(PAUSE_IMAGE))).code == 0:
+                self._pause = PAUSE_IMAGE
+            elif (binary := find_pause_binary()) is not None:
+                archive = self._cli.workdir() / "pause.tar"
+                await asyncio.to_thread(_pause_archive, binary, archive)
+                change = f"ENTRYPOINT {json.dumps(['/' + PAUSE_BINARY, '-P'])}"
+                reply = await self._cli.call(
+                    "import", "--change", change, str(archive), PAUSE_IMAGE
+                )
+                archive.unlink(missing_ok=True)
+                if reply.code == 0:
+                    self._pause = PAUSE_IMAGE
+                else:
+                    log.warning("cannot import %s: %s", PAUSE_IMAGE, reply.message)
+        return self._pause
+
+    async def release(self, uid: str) -> None:
+        """The pod has ended: remove its holder (if it had one)."""
+        async with self._holders_lock:
+            holder = self._holders.pop(uid, None)
+        if holder is not None:
+            await self._cli.call(*self._cli.remove_words(holder))
 
     async def _ensure_image(self, image: str, policy: str, report: Report) -> float | None:
         """Have ``image`` as ``policy`` says, with kubelet's events: how long a pull took,
@@ -685,6 +763,33 @@ def _alive(pid: str) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def holder_name(session: str, target: Target) -> str:
+    """The pod's holder's name (``_`` cannot be in a container's name, so no container's
+    name is a holder's)."""
+    return f"trainop-{session}-{target.namespace}-{target.pod}_pod".translate(_SAFE)
+
+
+def find_pause_binary() -> Path | None:
+    """The machine's ``catatonit`` (Podman's own init, a static binary), None without one."""
+    for candidate in (shutil.which(PAUSE_BINARY), *PAUSE_PATHS):
+        if candidate and os.access(candidate, os.X_OK):
+            return Path(candidate)
+    return None
+
+
+def _pause_archive(binary: Path, archive: Path) -> None:
+    """A root filesystem of one file, ``/catatonit``, as a tar ``import`` reads."""
+
+    def owned_by_root(entry: tarfile.TarInfo) -> tarfile.TarInfo:
+        entry.uid = entry.gid = 0
+        entry.uname = entry.gname = "root"
+        entry.mode = 0o755
+        return entry
+
+    with tarfile.open(archive, "w") as tar:  # the file itself, not a link to it
+        tar.add(binary.resolve(), arcname=PAUSE_BINARY, recursive=False, filter=owned_by_root)
 
 
 def container_name(session: str, target: Target) -> str:

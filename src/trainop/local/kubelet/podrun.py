@@ -172,11 +172,20 @@ class PodRun:
                 await self._run_containers()
         except CannotRun as exc:
             await self._fail(exc)
+        finally:
+            await self._release()
         if self.stopping and not self.state.is_terminal:
             self.state.phase = "Failed"  # stopped before its containers could finish
         if self.state.phase == "Failed" and not self.state.reason:
             self._explain_failure()
         self._changed()
+
+    async def _release(self) -> None:
+        """Every container has ended: the runtime frees what it held for the pod."""
+        try:
+            await self._runtime.release(self.state.uid)
+        except Exception:  # a runtime's failure to clean up must not end the kubelet's task
+            log.exception("could not release pod %s", self._ref)
 
     def _recover(self) -> None:
         """Take over what an earlier kubelet left of this pod (``recovery``)."""

@@ -192,6 +192,11 @@ class Runtime(Protocol):
         the start's events as they happen (an image pulled or found present)."""
         ...
 
+    async def release(self, uid: str) -> None:
+        """The pod ``uid`` has ended (every container of it finished or was stopped):
+        free what the runtime held for the pod as a whole (its network holder)."""
+        ...
+
 
 class Stdio:
     """A container's stdio, made before its process starts (``stdin``/``tty`` of the spec).
@@ -329,6 +334,9 @@ class HostRuntime:
 
     async def close(self) -> None:
         """Nothing left: every process group was killed with its pod."""
+
+    async def release(self, uid: str) -> None:
+        """Nothing held per pod: a pod's processes share the host's network."""
 
     async def start(
         self, target: Target, launch: Launch, env: Mapping[str, str], report: Report = no_report

@@ -4,6 +4,7 @@ them; the real one runs in tests/e2e/test_containers.py)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import stat
 from pathlib import Path
@@ -96,19 +97,24 @@ FAKE = """#!/bin/sh
 printf '%s\\n' "$*" >> "{log}"
 env | grep -E '^(MASTER_ADDR|SECRET)=' >> "{log}" || true
 case "$*" in
+  *"image exists localhost/trainop-pause:1"*) exit {pause} ;;
   *"image exists"*) exit {exists} ;;
   *"cgroupfs pull "*) echo "Error: pinging container registry: connection refused" >&2; exit 125 ;;
   *"image inspect"*) echo '[{{"Config": {{"Entrypoint": ["python3"], "Cmd": ["x.py"]}}}}]' ;;
+  *"cgroupfs run --detach "*) exit 0 ;;
   *"cgroupfs run "*) echo from-container; exit 3 ;;
   *"cgroupfs inspect "*) echo '[{{"State": {{"ExitCode": 3, "OOMKilled": false}}}}]' ;;
 esac
 """
 
 
-def _fake_podman(tmp_path: Path, *, image_exists: bool) -> tuple[containercli.Podman, Path]:
+def _fake_podman(
+    tmp_path: Path, *, image_exists: bool, pause_exists: bool = True
+) -> tuple[containercli.Podman, Path]:
     log = tmp_path / "calls.log"
     binary = tmp_path / "podman"
-    binary.write_text(FAKE.format(log=log, exists=0 if image_exists else 1))
+    exists, pause = (0 if image_exists else 1), (0 if pause_exists else 1)
+    binary.write_text(FAKE.format(log=log, exists=exists, pause=pause))
     binary.chmod(stat.S_IRWXU)
     return containercli.Podman(tmp_path / "state", binary=str(binary)), log
 
@@ -159,6 +165,115 @@ def test_a_run_is_podman_run_with_labels_network_aliases_and_the_pods_env_only(
     assert "MASTER_ADDR=job-master-0" in calls
     assert "SECRET=host-only" not in calls
     assert reports == [("Normal", "Pulled", 'Container image "img:1" already present on machine')]
+
+
+PAIR = {"containers": [{"name": "pytorch"}, {"name": "sidecar"}]}
+HOLDER = "trainop-s1-default-job-master-0_pod"
+
+
+def _start_both(
+    runtime: containers.ContainerRuntime, tmp_path: Path, reports: list[tuple[str, str, str]]
+) -> None:
+    """Start (and wait for) both containers of a two-container pod, then release the pod."""
+
+    async def scenario() -> None:
+        for name in ("pytorch", "sidecar"):
+            spec = {"name": name, "image": "img:1", "command": ["true"]}
+            launch = _launch(tmp_path, spec, pod_spec=PAIR, command=["true"])
+            target = dataclasses.replace(TARGET, container=name)
+            running = await runtime.start(target, launch, {}, _recorder(reports))
+            await running.wait()
+        await runtime.release(TARGET.uid)
+
+    asyncio.run(scenario())
+
+
+def test_the_containers_of_a_pod_share_one_holders_network_and_hostname(
+    tmp_path: Path,
+) -> None:
+    """As a pod's pause container: one holder per pod carries the pod's hostname, network
+    names and DNS settings; each container joins its network and UTS namespaces (one
+    ``localhost``); the holder goes when the pod is released."""
+    podman, log = _fake_podman(tmp_path, image_exists=True)
+    runtime = containers.ContainerRuntime(podman, session="s1")
+    runtime.network = "trainop-s1"
+    reports: list[tuple[str, str, str]] = []
+    _start_both(runtime, tmp_path, reports)
+    calls = log.read_text().splitlines()
+    holders = [line for line in calls if " run --detach " in f" {line} "]
+    assert len(holders) == 1  # once per pod, not per container
+    assert f"--name {HOLDER} " in holders[0]
+    assert (
+        "--hostname job-master-0 --network trainop-s1 --network-alias job-master-0" in (holders[0])
+    )
+    assert holders[0].endswith(" localhost/trainop-pause:1")
+    runs = [line for line in calls if " run --name " in f" {line} "]
+    assert len(runs) == 2
+    for run in runs:
+        assert f"--network container:{HOLDER} --uts container:{HOLDER}" in run
+        assert "--hostname" not in run
+        assert "--network-alias" not in run
+    assert calls[-1].endswith(f"rm -f -t 0 {HOLDER}")  # released with the pod
+    assert not [r for r in reports if r[0] == "Warning"]
+
+
+def test_without_a_pause_binary_each_container_keeps_an_identity_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(containers, "find_pause_binary", lambda: None)
+    podman, log = _fake_podman(tmp_path, image_exists=True, pause_exists=False)
+    runtime = containers.ContainerRuntime(podman, session="s1")
+    runtime.network = "trainop-s1"
+    reports: list[tuple[str, str, str]] = []
+    _start_both(runtime, tmp_path, reports)
+    calls = log.read_text()
+    assert " run --detach " not in calls
+    assert calls.count("--network trainop-s1 --network-alias job-master-0") == 2
+    warned = [r for r in reports if r[1] == containers.POD_NOT_SHARED]
+    assert len(warned) == 2  # per start (the Event's count)
+    assert warned[0] == (
+        "Warning",
+        "PodNamespacesNotShared",
+        "the pod's containers do not share localhost and hostname: no catatonit on this "
+        "machine to make localhost/trainop-pause:1 from",
+    )
+
+
+def test_the_pause_image_is_imported_once_from_the_machines_catatonit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    binary = tmp_path / "catatonit"
+    binary.write_bytes(b"\x7fELF static")
+    binary.chmod(0o700)
+    monkeypatch.setattr(containers, "find_pause_binary", lambda: binary)
+    podman, log = _fake_podman(tmp_path, image_exists=True, pause_exists=False)
+    runtime = containers.ContainerRuntime(podman, session="s1")
+    runtime.network = "trainop-s1"
+    _start_both(runtime, tmp_path, [])
+    imports = [line for line in log.read_text().splitlines() if " import " in f" {line} "]
+    assert len(imports) == 1
+    assert 'import --change ENTRYPOINT ["/catatonit", "-P"] ' in imports[0]
+    assert imports[0].endswith(" localhost/trainop-pause:1")
+    assert not (podman.state_dir / "pause.tar").exists()  # read by the import, then removed
+
+
+def test_a_pod_of_one_container_has_no_holder(tmp_path: Path) -> None:
+    podman, log = _fake_podman(tmp_path, image_exists=True)
+    runtime = containers.ContainerRuntime(podman, session="s1")
+    runtime.network = "trainop-s1"
+    spec = {"name": "pytorch", "image": "img:1", "command": ["true"]}
+    one = {"containers": [spec]}
+
+    async def scenario() -> None:
+        launch = _launch(tmp_path, spec, pod_spec=one, command=["true"])
+        await (await runtime.start(TARGET, launch, {})).wait()
+        await runtime.release(TARGET.uid)
+
+    asyncio.run(scenario())
+    calls = log.read_text()
+    assert " run --detach " not in calls
+    assert "--hostname job-master-0 --network trainop-s1 --network-alias job-master-0" in calls
+    assert HOLDER not in calls
 
 
 def test_a_missing_image_is_err_image_pull_with_the_runtimes_last_message(
