@@ -172,6 +172,7 @@ def check_local_up_runs_containers(tmp: Path, runtime: str, left: Left) -> None:
         if shutil.which("kubectl"):
             _exec_into_a_container(env, tmp)
             _a_missing_image_is_described(env)
+            _deletion_is_graceful(env, tmp)
     finally:
         down = subprocess.run(
             [*TRAINOP, "local", "down", "--state-dir", str(state)],
@@ -447,6 +448,56 @@ def _exec_into_a_container(env: dict[str, str], tmp_path: Path) -> None:
     image = "localhost/trainop-debian-py:12"
     assert reasons["Pulled"] == f'Container image "{image}" already present on machine'
     assert {"Created", "Started"} <= reasons.keys()
+
+
+GRACEFUL = """apiVersion: v1
+kind: Pod
+metadata: {{name: graceful}}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 60
+  volumes: [{{name: marks, hostPath: {{path: {marks}, type: DirectoryOrCreate}}}}]
+  containers:
+    - name: main
+      image: localhost/trainop-debian-py:12
+      imagePullPolicy: Never
+      volumeMounts: [{{name: marks, mountPath: /marks}}]
+      command:
+        - python3
+        - -c
+        - |
+          import pathlib, signal, sys, time
+          def leave(signum, frame):
+              pathlib.Path("/marks/term").write_text(signal.Signals(signum).name)
+              sys.exit(0)
+          signal.signal(signal.SIGTERM, leave)
+          while True:
+              time.sleep(1)
+"""
+
+
+def _deletion_is_graceful(env: dict[str, str], tmp: Path) -> None:
+    """``kubectl delete pod`` as on a cluster: the container gets SIGTERM and may leave at
+    once (long before its 60 s grace period); one that ignores SIGTERM (``sleep`` as PID 1)
+    is killed when its grace period ends, not before."""
+
+    def kubectl(*words: str, stdin: str | None = None) -> float:
+        began = time.monotonic()
+        done = subprocess.run(
+            ["kubectl", *words], input=stdin, env=env, capture_output=True, text=True,
+            timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return time.monotonic() - began
+
+    marks = tmp / "marks"
+    kubectl("apply", "-f", "-", stdin=GRACEFUL.format(marks=marks))
+    kubectl("wait", "--for=condition=Ready", "pod/graceful", "--timeout=90s")
+    took = kubectl("delete", "pod", "graceful", "--wait=true", "--timeout=90s")
+    assert (marks / "term").read_text() == "SIGTERM"
+    assert took < 45, took  # it left on SIGTERM: no SIGKILL at 60 s
+    took = kubectl("delete", "pod", "sleeper", "--grace-period=3", "--wait=true", "--timeout=90s")
+    assert 2.9 <= took < 45, took  # SIGKILL once the 3 s are over
 
 
 def _a_missing_image_is_described(env: dict[str, str]) -> None:
