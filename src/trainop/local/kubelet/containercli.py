@@ -123,11 +123,11 @@ class Cli:
 
     def image_exists_words(self, image: str) -> list[str]:
         """A call that exits 0 exactly when ``image`` is present."""
-        return ["image", "inspect", image]
+        return ["image", "inspect", "--", image]
 
     def inspect_words(self, *names: str) -> list[str]:
         """A call printing a JSON array, one object per container or image named."""
-        return ["inspect", *names]
+        return ["inspect", "--", *names]
 
     def remove_words(self, *names: str) -> list[str]:
         """Remove containers at once (killed, no grace period)."""
@@ -139,8 +139,9 @@ class Cli:
 
     def entrypoint_words(self, argv: Sequence[str], image: str) -> list[str]:
         """The end of a ``run``/``create``: ``argv`` as the whole command, the image's
-        entrypoint and cmd replaced (``combine`` decided it)."""
-        return ["--entrypoint", json.dumps(list(argv)), image]
+        entrypoint and cmd replaced (``combine`` decided it). ``--`` before the image: a
+        manifest's ``image`` is never read as an option (``--help``, ``--privileged``)."""
+        return ["--entrypoint", json.dumps(list(argv)), "--", image]
 
     def controllers(self, info: Any) -> frozenset[str] | None:
         """The cgroup controllers the runtime can use, from ``info`` (None: it does not say)."""
@@ -185,10 +186,10 @@ class Podman(Cli):
         return {**os.environ, **(extra or {}), "CONTAINERS_CONF": str(self.conf)}
 
     def image_exists_words(self, image: str) -> list[str]:
-        return ["image", "exists", image]
+        return ["image", "exists", "--", image]
 
     def inspect_words(self, *names: str) -> list[str]:
-        return ["inspect", "--format", "json", *names]
+        return ["inspect", "--format", "json", "--", *names]
 
     def remove_words(self, *names: str) -> list[str]:
         return ["rm", "-f", "-t", "0", *names]
@@ -226,7 +227,7 @@ class Docker(Cli):
         return ["info", "--format", "{{json .}}"]
 
     def entrypoint_words(self, argv: Sequence[str], image: str) -> list[str]:
-        return ["--entrypoint", argv[0], image, *argv[1:]]
+        return [f"--entrypoint={argv[0]}", "--", image, *argv[1:]]
 
     def controllers(self, info: Any) -> frozenset[str] | None:
         return docker_controllers(info)

@@ -478,7 +478,7 @@ class ContainerRuntime:
             return None
         report("Normal", "Pulling", f'Pulling image "{image}"')
         began = time.monotonic()
-        reply = await self._cli.call("pull", "--quiet", image)
+        reply = await self._cli.call("pull", "--quiet", "--", image)  # never an option
         if reply.code != 0:
             message = f'failed to pull image "{image}": {reply.last_line}'
             raise StartError("ErrImagePull", "ErrImagePull", message, image=image)

@@ -97,7 +97,7 @@ FAKE = """#!/bin/sh
 printf '%s\\n' "$*" >> "{log}"
 env | grep -E '^(MASTER_ADDR|SECRET)=' >> "{log}" || true
 case "$*" in
-  *"image exists localhost/trainop-pause:1"*) exit {pause} ;;
+  *"image exists -- localhost/trainop-pause:1"*) exit {pause} ;;
   *"image exists"*) exit {exists} ;;
   *"cgroupfs pull "*) echo "Error: pinging container registry: connection refused" >&2; exit 125 ;;
   *"image inspect"*) echo '[{{"Config": {{"Entrypoint": ["python3"], "Cmd": ["x.py"]}}}}]' ;;
@@ -161,7 +161,7 @@ def test_a_run_is_podman_run_with_labels_network_aliases_and_the_pods_env_only(
     assert "--runtime runc --cgroup-manager cgroupfs" in run
     assert "--env MASTER_ADDR " in run
     assert "job-master-0 --env" not in run
-    assert '--entrypoint ["python3", "--fast"] img:1' in run
+    assert '--entrypoint ["python3", "--fast"] -- img:1' in run
     assert "MASTER_ADDR=job-master-0" in calls
     assert "SECRET=host-only" not in calls
     assert reports == [("Normal", "Pulled", 'Container image "img:1" already present on machine')]
@@ -291,6 +291,24 @@ def test_a_missing_image_is_err_image_pull_with_the_runtimes_last_message(
     assert str(caught.value) == (
         'failed to pull image "img:1": Error: pinging container registry: connection refused'
     )
+
+
+@pytest.mark.parametrize("image", ["--help", "--privileged", "-v=/:/host"])
+def test_an_image_that_looks_like_an_option_is_never_read_as_one(
+    tmp_path: Path, image: str
+) -> None:
+    """Every call names the manifest's image after ``--``: ``--help`` is an image name
+    (which no registry has), not podman's help, which exits 0 as if the image existed."""
+    podman, log = _fake_podman(tmp_path, image_exists=False)
+    runtime = containers.ContainerRuntime(podman, session="s1")
+    launch = _launch(tmp_path, {"name": "c", "image": image})
+    with pytest.raises(StartError) as caught:
+        asyncio.run(runtime.start(TARGET, launch, {}))
+    assert caught.value.reason == "ErrImagePull"
+    calls = log.read_text().splitlines()
+    named = [line for line in calls if image in line.split()]
+    assert named, calls
+    assert all(f" -- {image}" in line for line in named), named
 
 
 def test_never_pull_of_a_missing_image_is_err_image_never_pull(tmp_path: Path) -> None:
@@ -569,7 +587,7 @@ def test_the_first_start_on_the_network_makes_a_dns_holder_once_with_output_disc
     assert verbs == ["create", "init", "run", "run"]
     create = next(line for line in calls if " create " in line)
     assert "--name trainop-s8-dns --network trainop-s8 --label trainop.session=s8" in create
-    assert '--entrypoint ["python3", "x.py"] img:1' in create  # the image's own executable
+    assert '--entrypoint ["python3", "x.py"] -- img:1' in create  # the image's own executable
     assert calls[calls.index(create) + 1].endswith("cgroupfs init trainop-s8-dns")
 
     host_network = containers.ContainerRuntime(podman, session="s9")  # no network: no DNS

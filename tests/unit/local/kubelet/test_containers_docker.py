@@ -70,7 +70,7 @@ def _fake(tmp_path: Path, answers: dict[str, tuple[int, str]]) -> tuple[containe
     binary.parent.mkdir(exist_ok=True)
     defaults = {
         "info": (0, json.dumps(INFO)),
-        "image inspect img:1": (0, '[{"Config": {"Entrypoint": ["python3"], "Cmd": ["x.py"]}}]'),
+        "image inspect -- img:1": (0, '[{"Config": {"Entrypoint": ["python3"], "Cmd": ["x.py"]}}]'),
         "image inspect": (1, ""),
         "inspect": (0, '[{"State": {"ExitCode": 3, "OOMKilled": false}}]'),
     }
@@ -200,10 +200,10 @@ def test_a_docker_run_is_the_podman_run_but_for_the_dialects_words(
     run = next(line for line in calls if line.startswith("run "))
     assert (code, outcome, out) == (3, (3, "Error"), b"from-container\n")
     assert container_id == f"docker://{CID}"
-    assert calls[0] == "image inspect img:1"  # present: IfNotPresent pulls nothing
+    assert calls[0] == "image inspect -- img:1"  # present: IfNotPresent pulls nothing
     assert not any(line.split()[0] in ("create", "init", "pull") for line in calls)
     assert "--runtime" not in run
-    assert run.endswith("--entrypoint python3 img:1 --fast")
+    assert run.endswith("--entrypoint=python3 -- img:1 --fast")
     assert calls[-1] == f"rm -f {containers.container_name('s1', TARGET)}"
     assert exec_argv == [docker.binary, "exec", "-i", runtime_name(), "hostname"]
 
@@ -230,7 +230,10 @@ def test_a_missing_image_under_docker_is_err_image_pull_with_the_daemons_message
         asyncio.run(runtime.start(TARGET, launch, {}))
     assert raised.value.waiting == "ErrImagePull"
     assert str(raised.value) == f'failed to pull image "missing:1": {message}'
-    assert log.read_text().splitlines()[:2] == ["image inspect missing:1", "pull --quiet missing:1"]
+    assert log.read_text().splitlines()[:2] == [
+        "image inspect -- missing:1",
+        "pull --quiet -- missing:1",
+    ]
 
 
 def test_gpus_on_a_docker_without_cdi_are_a_start_error_that_says_so(tmp_path: Path) -> None:
