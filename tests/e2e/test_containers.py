@@ -413,13 +413,15 @@ spec:
       command: ["sleep", "600"]
       workingDir: /tmp
       env: [{name: FOO, value: bar}]
-      volumeMounts: [{name: cfg, mountPath: /etc/cfg, readOnly: true}]
+      volumeMounts:
+        - {name: cfg, mountPath: /etc/cfg, readOnly: true}
+        - {name: cfg, mountPath: "/etc/a,source=/", readOnly: true}  # one path, not 2 options
 """
 
 
 def _exec_into_a_container(env: dict[str, str], tmp_path: Path) -> None:
     """kubectl exec reaches the container (podman exec): its env, workingDir, hostname and a
-    read-only configMap mount at its mountPath."""
+    read-only configMap mount at its mountPath (one with a comma in it too)."""
 
     def kubectl(*words: str, stdin: str | None = None) -> str:
         done = subprocess.run(
@@ -438,8 +440,9 @@ def _exec_into_a_container(env: dict[str, str], tmp_path: Path) -> None:
     kubectl("apply", "-f", "-", stdin=SLEEPER)
     kubectl("wait", "--for=condition=Ready", "pod/sleeper", "--timeout=90s")
     script = "echo $FOO; pwd; hostname; cat /etc/cfg/key; echo; touch /etc/cfg/x || echo ro"
+    script += "; cat '/etc/a,source=/key'"
     out = kubectl("exec", "sleeper", "--", "sh", "-c", script)
-    assert out.split() == ["bar", "/tmp", "sleeper", "value", "ro"]
+    assert out.split() == ["bar", "/tmp", "sleeper", "value", "ro", "value"]
     # kubelet's image event, then Created and Started (the image is local: never pulled)
     shown = json.loads(
         kubectl("get", "events", "--field-selector=involvedObject.name=sleeper", "-o", "json")

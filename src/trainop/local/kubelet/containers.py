@@ -47,6 +47,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import csv
+import io
 import json
 import logging
 import os
@@ -383,7 +385,8 @@ class ContainerRuntime:
         for mount in mounts(launch):
             words += ["--mount", mount]
         if self.exec_dir is not None:  # the exec endpoint (values not secret: on argv)
-            words += ["--mount", f"type=bind,source={self.exec_dir},destination={EXEC_MOUNT}"]
+            endpoint = ["type=bind", f"source={self.exec_dir}", f"destination={EXEC_MOUNT}"]
+            words += ["--mount", mount_value(endpoint)]
             words += ["--env", f"TRAINOP_EXEC_ADDRESS={EXEC_MOUNT}/{EXEC_SOCKET}"]
             words += ["--env", f"TRAINOP_NAMESPACE={target.namespace}"]
         security = podoptions.security_options(launch.pod_spec, launch.spec, user)
@@ -711,11 +714,20 @@ def mounts(launch: Launch) -> list[str]:
             continue
         if entry.get("subPath"):
             source = source / str(entry["subPath"])
-        words = [f"type=bind,source={source},destination={entry['mountPath']}"]
+        options = ["type=bind", f"source={source}", f"destination={entry['mountPath']}"]
         if entry.get("readOnly"):
-            words.append("ro=true")
-        found.append(",".join(words))
+            options.append("ro=true")
+        found.append(mount_value(options))
     return found
+
+
+def mount_value(options: Sequence[str]) -> str:
+    """One ``--mount`` value: its ``key=value`` options as the CSV record both runtimes
+    parse it as, each quoted where it must be, so a path with a comma or a quote (a
+    ``mountPath`` is any path) stays one option and never adds another (``/d,source=/etc``)."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="").writerow(options)
+    return out.getvalue()
 
 
 def _exec_dir(state_dir: Path) -> Path:

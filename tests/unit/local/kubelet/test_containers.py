@@ -4,6 +4,7 @@ them; the real one runs in tests/e2e/test_containers.py)."""
 from __future__ import annotations
 
 import asyncio
+import csv
 import dataclasses
 import os
 import stat
@@ -64,6 +65,23 @@ def test_volume_mounts_bind_the_sandbox_directories_at_their_mount_paths(tmp_pat
 
 
 LIMITED = {"resources": {"limits": {"memory": "64Mi", "cpu": "1500m", "nvidia.com/gpu": 1}}}
+
+
+@pytest.mark.parametrize("path", ["/d,source=/etc", '/d",ro=false', "/plain"])
+def test_a_mount_path_is_one_option_whatever_it_holds(tmp_path: Path, path: str) -> None:
+    """A ``mountPath`` is any path: a comma or a quote in it never adds a mount option
+    (read back as the CSV both runtimes parse), and plain paths stay unquoted."""
+    spec = {"volumeMounts": [{"name": "data", "mountPath": path, "readOnly": True}]}
+    launch = _launch(tmp_path, spec, volumes={"data": tmp_path / "d"})
+    (value,) = containers.mounts(launch)
+    assert next(csv.reader([value])) == [
+        "type=bind",
+        f"source={tmp_path / 'd'}",
+        f"destination={path}",
+        "ro=true",
+    ]
+    if path == "/plain":
+        assert value == f"type=bind,source={tmp_path / 'd'},destination=/plain,ro=true"
 
 
 def test_resource_limits_become_container_limits() -> None:
