@@ -13,6 +13,7 @@ container-images``).
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import os
 import re
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -170,7 +172,7 @@ def check_local_up_runs_containers(tmp: Path, runtime: str, left: Left) -> None:
         assert waited.returncode == 0, waited.stdout + waited.stderr
         assert left(tmp)[1], "the session's network exists while the cluster runs"
         if shutil.which("kubectl"):
-            _exec_into_a_container(env, tmp)
+            _exec_into_a_container(env, tmp, own_address=runtime == "podman")
             _a_missing_image_is_described(env)
             _deletion_is_graceful(env, tmp)
     finally:
@@ -410,16 +412,18 @@ spec:
     - name: main
       image: localhost/trainop-debian-py:12
       imagePullPolicy: Never
-      command: ["sleep", "600"]
+      command: ["python3", "-m", "http.server", "8000"]  # no SIGTERM handler, as PID 1
       workingDir: /tmp
-      env: [{name: FOO, value: bar}]
+      env:
+        - {name: FOO, value: bar}
+        - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
       volumeMounts:
         - {name: cfg, mountPath: /etc/cfg, readOnly: true}
         - {name: cfg, mountPath: "/etc/a,source=/", readOnly: true}  # one path, not 2 options
 """
 
 
-def _exec_into_a_container(env: dict[str, str], tmp_path: Path) -> None:
+def _exec_into_a_container(env: dict[str, str], tmp_path: Path, *, own_address: bool) -> None:
     """kubectl exec reaches the container (podman exec): its env, workingDir, hostname and a
     read-only configMap mount at its mountPath (one with a comma in it too)."""
 
@@ -440,9 +444,14 @@ def _exec_into_a_container(env: dict[str, str], tmp_path: Path) -> None:
     kubectl("apply", "-f", "-", stdin=SLEEPER)
     kubectl("wait", "--for=condition=Ready", "pod/sleeper", "--timeout=90s")
     script = "echo $FOO; pwd; hostname; cat /etc/cfg/key; echo; touch /etc/cfg/x || echo ro"
-    script += "; cat '/etc/a,source=/key'"
+    script += "; cat '/etc/a,source=/key'; echo; echo $POD_IP"
     out = kubectl("exec", "sleeper", "--", "sh", "-c", script)
-    assert out.split() == ["bar", "/tmp", "sleeper", "value", "ro", "value"]
+    pod_ip = kubectl("get", "pod", "sleeper", "-o", "jsonpath={.status.podIP}")
+    assert out.split() == ["bar", "/tmp", "sleeper", "value", "ro", "value", pod_ip]
+    if own_address:  # the pod's address on the session network (its holder's), as kubelet's
+        assert ipaddress.ip_address(pod_ip).is_private, pod_ip
+        assert pod_ip != "127.0.0.1"
+        _port_forward_reaches_the_pod(env)
     # kubelet's image event, then Created and Started (the image is local: never pulled)
     shown = json.loads(
         kubectl("get", "events", "--field-selector=involvedObject.name=sleeper", "-o", "json")
@@ -451,6 +460,34 @@ def _exec_into_a_container(env: dict[str, str], tmp_path: Path) -> None:
     image = "localhost/trainop-debian-py:12"
     assert reasons["Pulled"] == f'Container image "{image}" already present on machine'
     assert {"Created", "Started"} <= reasons.keys()
+
+
+def _port_forward_reaches_the_pod(env: dict[str, str]) -> None:
+    """``kubectl port-forward`` reaches the container's port at the pod's address (its
+    http.server lists its working directory, /tmp)."""
+    forward = subprocess.Popen(
+        ["kubectl", "port-forward", "pod/sleeper", ":8000"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert forward.stdout is not None
+        first = forward.stdout.readline()  # "Forwarding from 127.0.0.1:PORT -> 8000"
+        found = re.match(r"Forwarding from 127\.0\.0\.1:(\d+) -> 8000", first)
+        assert found, first
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                url = f"http://127.0.0.1:{found.group(1)}/"
+                with urllib.request.urlopen(url, timeout=5) as reply:
+                    assert reply.status == 200
+                    assert "Directory listing for /" in reply.read().decode()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "port-forward never answered"
+                time.sleep(0.3)  # polling another process's listener, with the deadline above
+    finally:
+        forward.terminate()
+        forward.wait(timeout=30)
 
 
 GRACEFUL = """apiVersion: v1
@@ -474,15 +511,24 @@ spec:
               pathlib.Path("/marks/term").write_text(signal.Signals(signum).name)
               sys.exit(0)
           signal.signal(signal.SIGTERM, leave)
+          print("handler installed", flush=True)
           while True:
               time.sleep(1)
 """
 
 
+def _kubectl_output(env: dict[str, str], *words: str) -> str:
+    done = subprocess.run(
+        ["kubectl", *words], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def _deletion_is_graceful(env: dict[str, str], tmp: Path) -> None:
     """``kubectl delete pod`` as on a cluster: the container gets SIGTERM and may leave at
-    once (long before its 60 s grace period); one that ignores SIGTERM (``sleep`` as PID 1)
-    is killed when its grace period ends, not before."""
+    once (long before its 60 s grace period); one that ignores SIGTERM (a PID 1 with no
+    handler for it) is killed when its grace period ends, not before."""
 
     def kubectl(*words: str, stdin: str | None = None) -> float:
         began = time.monotonic()
@@ -496,6 +542,10 @@ def _deletion_is_graceful(env: dict[str, str], tmp: Path) -> None:
     marks = tmp / "marks"
     kubectl("apply", "-f", "-", stdin=GRACEFUL.format(marks=marks))
     kubectl("wait", "--for=condition=Ready", "pod/graceful", "--timeout=90s")
+    deadline = time.monotonic() + 60  # SIGTERM before the handler is installed would be lost
+    while "handler installed" not in _kubectl_output(env, "logs", "graceful"):
+        assert time.monotonic() < deadline, "the handler was never installed"
+        time.sleep(0.2)  # polling the container's log, with the deadline above
     took = kubectl("delete", "pod", "graceful", "--wait=true", "--timeout=90s")
     assert (marks / "term").read_text() == "SIGTERM"
     assert took < 45, took  # it left on SIGTERM: no SIGKILL at 60 s

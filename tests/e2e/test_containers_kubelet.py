@@ -24,7 +24,12 @@ from tests.integration.kubelet.test_exec import TTY_LINE, _attach, attach_write
 from trainop.local import runtimes
 from trainop.local.kubelet import containercli
 from trainop.local.kubelet.containercli import Cli
-from trainop.local.kubelet.containers import SESSION_LABEL, ContainerRuntime
+from trainop.local.kubelet.containers import (
+    HOLDER_LABEL,
+    POD_LABEL,
+    SESSION_LABEL,
+    ContainerRuntime,
+)
 
 IMAGE = "localhost/trainop-debian-py:12"
 
@@ -34,6 +39,13 @@ pytestmark = [pytest.mark.e2e, pytest.mark.containers]
 async def _containers(cli: Cli, session: str) -> list[str]:
     """The ids of the session's containers, as the runtime lists them."""
     return [found for found, _ in await cli.containers(f"label={SESSION_LABEL}={session}")]
+
+
+async def _pods_containers(cli: Cli, session: str) -> list[str]:
+    """The ids of the containers of the session's pods but their holders (kubelet's pod
+    sandbox: made before any container of the pod)."""
+    found = await cli.containers(f"label={SESSION_LABEL}={session}")
+    return [i for i, labels in found if POD_LABEL in labels and HOLDER_LABEL not in labels]
 
 
 @pytest.fixture(params=["podman", "docker"])
@@ -68,7 +80,7 @@ def test_the_container_id_is_the_runtimes_id_of_the_run(
         await env.create(pod("ids", _sh("sleep 600")))
         found = await env.wait("ids", lambda p: "running" in str(p.get("status")))
         shown = found["status"]["containerStatuses"][0]["containerID"]
-        listed = await _containers(cli, runtime.session)
+        listed = await _pods_containers(cli, runtime.session)
         assert [f"{cli.name}://{found}" for found in listed] == [shown]
         assert len(shown) == len(f"{cli.name}://") + 64
         await cli.call("kill", "--signal", "KILL", listed[0])

@@ -17,7 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_containers_kubelet import IMAGE, _containers, _log, _sh, cli  # noqa: F401
+from tests.e2e.test_containers_kubelet import (  # noqa: F401  (cli: the fixture)
+    IMAGE,
+    _containers,
+    _log,
+    _pods_containers,
+    _sh,
+    cli,
+)
 from tests.integration.kubelet.conftest import Site, site  # noqa: F401  (the fixture)
 from tests.integration.kubelet.harness import Local, pod, run_local
 from trainop.local.kubelet.containercli import Cli
@@ -106,7 +113,7 @@ def test_run_as_non_root_with_a_root_image_waits_with_kubelets_reason(
         )
         assert entry["state"] == {"waiting": {"reason": error, "message": message}}
         assert (entry["restartCount"], found["status"]["phase"]) == (0, "Pending")
-        assert await _containers(cli, networked.session) == []  # never created
+        assert await _pods_containers(cli, networked.session) == []  # never created (its holder is)
         allowed = {**context, "runAsUser": 1000}
         capabilities = {"drop": ["ALL"], "add": ["CAP_NET_RAW", "SYS_PTRACE"]}
         own = {"capabilities": capabilities, "allowPrivilegeEscalation": False}

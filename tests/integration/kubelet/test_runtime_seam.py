@@ -52,6 +52,9 @@ class NoPull:
     async def release(self, uid: str) -> None:
         pass
 
+    async def prepare(self, target: Target, pod_spec: Mapping[str, Any], report: Report) -> str:
+        return ""
+
     async def start(
         self, target: Target, launch: Launch, env: Mapping[str, str], report: Report = no_report
     ) -> Running:

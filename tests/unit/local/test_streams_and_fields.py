@@ -88,3 +88,17 @@ def test_spdy_dictionary_and_header_blocks() -> None:
     block = deflate.compress(raw) + deflate.flush(zlib.Z_SYNC_FLUSH)
     inflate = zlib.decompressobj(zdict=portforward.DICTIONARY)
     assert portforward.parse_headers(inflate.decompress(block)) == dict(pairs)
+
+
+@pytest.mark.parametrize(
+    ("pod_ip", "target"),
+    [
+        ("10.89.0.7", "10.89.0.7"),  # a container on the session's network
+        ("127.0.0.1", "127.0.0.1"),  # a process pod
+        ("8.8.8.8", "127.0.0.1"),  # a written status cannot send the tunnel elsewhere
+        ("not an address", "127.0.0.1"),
+        ("", "127.0.0.1"),
+    ],
+)
+def test_port_forward_reaches_the_pods_own_private_address_only(pod_ip: str, target: str) -> None:
+    assert portforward.pod_address({"status": {"podIP": pod_ip}}) == target

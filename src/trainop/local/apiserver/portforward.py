@@ -7,7 +7,8 @@ headers ``streamType`` (``error`` or ``data``), ``port`` and ``requestID``; the 
 each ``SYN_STREAM`` with a ``SYN_REPLY``, copies the data stream to and from a TCP connection
 to the pod's port, and writes a failure (a refused port) as text on the error stream.
 
-Local mode's pods share this machine's network, so "the pod's port" is 127.0.0.1:PORT.
+"The pod's port" is PORT at the pod's ``podIP``: a container pod's address on the session's
+network (which this machine reaches), or 127.0.0.1 for a pod on this machine's network.
 This module speaks the small part of SPDY/3.1 the client uses: SYN_STREAM, SYN_REPLY, DATA
 (with FIN), RST_STREAM, PING (echoed), SETTINGS, WINDOW_UPDATE and GOAWAY (ignored). Header
 blocks are zlib streams primed with the protocol's fixed dictionary (``DICTIONARY``), one
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -302,6 +304,19 @@ class Tunnel:
                 stream.writer.write_eof()
 
 
+def pod_address(pod: dict[str, Any]) -> str:
+    """Where the pod's ports are: its ``podIP`` (a container on a network of its own), else
+    this machine's loopback (a process pod, or a status without an address)."""
+    given = str((pod.get("status") or {}).get("podIP") or "")
+    try:
+        address = ipaddress.ip_address(given)
+    except ValueError:
+        return "127.0.0.1"
+    # a container network's (private) or this machine's: a written status cannot make the
+    # tunnel reach out to anywhere else
+    return str(address) if address.is_private or address.is_loopback else "127.0.0.1"
+
+
 async def serve(state: ApiState, call: Call) -> web.StreamResponse:
     """``pods/portforward`` (see the module docstring)."""
     stored = state.store.get(call.key())
@@ -320,7 +335,7 @@ async def serve(state: ApiState, call: Call) -> web.StreamResponse:
         raise status.bad_request(f"a WebSocket with the subprotocol {PROTOCOL} is required")
     await ws.prepare(call.request)
     try:
-        await Tunnel(ws).run()
+        await Tunnel(ws, pod_address(stored.obj)).run()
     finally:
         await ws.close()
     return ws

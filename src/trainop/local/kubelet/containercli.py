@@ -53,7 +53,7 @@ class Cli:
 
     name = ""  # the runtime's name: the default binary, ``--runtime``'s value, the id scheme
     holds_dns = False  # whether a network's DNS server needs a holder (``_hold_dns``)
-    # whether a pod's containers join one holder's network and UTS namespaces (``_pod_holder``:
+    # whether a pod's containers join one holder's network and UTS namespaces (``prepare``:
     # ``--network container:``, ``--uts container:``); docker's UTS sharing is untested here
     shares_pod_namespaces = False
     replaces_network_dns = False  # whether ``run --dns`` replaces the network's DNS server

@@ -85,6 +85,7 @@ SESSION_LABEL = "trainop.session"
 POD_LABEL = "trainop.pod"
 STATE_LABEL = "trainop.state"
 OWNER_LABEL = "trainop.owner"  # the process id of the session that made it
+HOLDER_LABEL = "trainop.holder"  # "true" on a pod's holder (``prepare``), like kubelet's sandbox
 _SAFE = str.maketrans(dict.fromkeys("/:@ ", "-"))
 # Where every container sees the kubelet's exec endpoint (a socket the exec server listens on)
 # and the standard-library exec and ssh clients, so an MPI launcher's rsh agent (kubexec.sh)
@@ -102,7 +103,7 @@ CDI_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
 CDI_FIX = "nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"
 _CDI_SUFFIXES = (".yaml", ".json")
 LIMITS_IGNORED = "ResourceLimitsIgnored"  # the Warning Event's reason (``limits``)
-POD_NOT_SHARED = "PodNamespacesNotShared"  # the Warning Event's reason (``_pod_holder``)
+POD_NOT_SHARED = "PodNamespacesNotShared"  # the Warning Event's reason (``prepare``)
 # A pod's holder runs ``catatonit -P`` (it only waits) from an image trainop imports from the
 # machine's own binary: no registry, no pause image to pull.
 PAUSE_BINARY = "catatonit"
@@ -145,8 +146,8 @@ class ContainerRuntime:
         self._controllers_lock = asyncio.Lock()
         self._dns_held = False  # ``_hold_dns``
         self._dns_lock = asyncio.Lock()
-        self._holders: dict[str, str] = {}  # pod uid -> its holder container (``_pod_holder``)
-        self._holders_lock = asyncio.Lock()
+        self._holders: dict[str, str] = {}  # pod uid -> its holder container (``prepare``)
+        self._holders_lock = asyncio.Lock()  # the holders' image, made once
         self._pause: str | None = None  # the holders' image ("" where none can be made)
 
     @property
@@ -251,7 +252,7 @@ class ContainerRuntime:
         await self._check_devices(launch.devices)
         controllers = await self.cgroup_controllers()
         await self._hold_dns(image, argv)
-        holder = await self._pod_holder(target, launch, report)
+        holder = self._holders.get(target.uid, "")  # ``prepare`` made it
         name = container_name(self.session, target)
         await self._cli.call(*self._cli.remove_words(name))  # a leftover of an earlier run
         cidfile = self._cidfile(name)
@@ -281,6 +282,8 @@ class ContainerRuntime:
             raise StartError("StartError", "RunContainerError", message) from exc
         try:
             container_id = await _created(process, cidfile)
+            if container_id:
+                await self._started(process, container_id)
         except BaseException:
             stdio.failed()
             processes.signal_group(process.pid, signal.SIGKILL)
@@ -343,6 +346,26 @@ class ContainerRuntime:
             f"{OWNER_LABEL}={os.getpid()}",
         ]
 
+    async def _started(self, client: asyncio.subprocess.Process, container_id: str) -> None:
+        """Until the created container has started (its state no longer one of
+        ``_STARTING``; a state the runtime does not show counts as started), the client
+        ended, or ``CREATE_TIMEOUT``: kubelet reports a container running once its runtime
+        started it, so ``Ready``, an ``exec`` or a signal never lands between the create and
+        the start."""
+        ended = asyncio.ensure_future(client.wait())
+        deadline = time.monotonic() + CREATE_TIMEOUT
+        try:
+            while not ended.done() and time.monotonic() < deadline:
+                found = await self._cli.json(*self._cli.inspect_words(container_id))
+                first = found[0] if isinstance(found, list) and found else None
+                state = first.get("State") if isinstance(first, dict) else None
+                status = state.get("Status") if isinstance(state, dict) else None
+                if str(status or "").lower() not in _STARTING:
+                    return
+                await asyncio.wait([ended], timeout=_CREATE_POLL)
+        finally:
+            ended.cancel()
+
     def _pod_labels(self, target: Target) -> list[str]:
         """The labels of what this session makes for a pod, and no pulls (the image is there
         by then, or the start failed)."""
@@ -372,12 +395,12 @@ class ContainerRuntime:
     ) -> list[str]:
         """The ``run`` words but the stdio and the command; ``user`` is the image's user
         (``podoptions.image_user``); ``holder`` the pod's holder, whose network and hostname
-        the container joins (``_pod_holder``), "" for a network identity of its own."""
+        the container joins (``prepare``), "" for a network identity of its own."""
         words = ["run", "--name", name, *self._pod_labels(target), "--sig-proxy=true"]
         if holder:  # the pod's network, names, DNS settings and hostname: the holder's
             words += ["--network", f"container:{holder}", "--uts", f"container:{holder}"]
         else:
-            words += self._identity_options(target, launch)
+            words += self._identity_options(target, launch.pod_spec)
         if spec_dir := launch.spec.get("workingDir"):
             words += ["--workdir", str(spec_dir)]
         for variable in launch.pod_env:  # values from the client's environment, not argv
@@ -395,7 +418,7 @@ class ContainerRuntime:
         limited = limits(launch.spec, self._controllers)[0]
         return [*words, *security, *limited, *device_options(launch.devices)]
 
-    def _identity_options(self, target: Target, launch: Launch) -> list[str]:
+    def _identity_options(self, target: Target, pod_spec: Mapping[str, Any]) -> list[str]:
         """A pod's network identity: its hostname, the session network with its names and
         the pod's DNS settings (or the host's network and resolver)."""
         words = ["--hostname", target.hostname]
@@ -406,40 +429,51 @@ class ContainerRuntime:
             words += ["--network-alias", alias]
         return [
             *words,
-            *podoptions.dns_options(launch.pod_spec, target.namespace, self._network_dns),
+            *podoptions.dns_options(dict(pod_spec), target.namespace, self._network_dns),
         ]
 
-    async def _pod_holder(self, target: Target, launch: Launch, report: Report) -> str:
-        """The container holding the pod's network and UTS namespaces, which every container
-        of a pod of more than one joins (their ``localhost`` and hostname shared, as in a
-        Kubernetes pod, whose pause container holds them): made at the pod's first start,
-        removed by ``release``. "" for a pod of one container, under the host's network, or
-        where no holder can be made (then each container has an identity of its own, and a
-        Warning Event says so)."""
-        spec = launch.pod_spec
-        count = len(spec.get("initContainers") or []) + len(spec.get("containers") or [])
-        if count < 2 or not self.network or not self._cli.shares_pod_namespaces:
+    async def prepare(self, target: Target, pod_spec: Mapping[str, Any], report: Report) -> str:
+        """Before the pod's first container: its holder, the container that holds the pod's
+        network and UTS namespaces, which every container of the pod joins (one
+        ``localhost``, one hostname, one address, as in a Kubernetes pod, whose pause
+        container holds them); removed by ``release``. The pod's address on the session
+        network, or "" where it has no holder: the host's network, a runtime that does not
+        share them (docker), or no holder could be made (then each container has an
+        identity of its own, and a pod of more than one gets a Warning Event saying so)."""
+        if not self.network or not self._cli.shares_pod_namespaces:
             return ""
-        async with self._holders_lock:
-            if target.uid in self._holders:
-                return self._holders[target.uid]
-            image, problem = await self._pause_image(), ""
-            name = holder_name(self.session, target)
-            if image:
-                await self._cli.call(*self._cli.remove_words(name))  # an earlier pod's
-                identity = self._identity_options(target, launch)
-                code = await self._cli.quiet(
-                    "run", "--detach", "--name", name, *self._pod_labels(target), *identity, image
-                )
-                problem = f"{self._cli.name} run of the holder exited {code}" if code else ""
-            else:
-                problem = f"no {PAUSE_BINARY} on this machine to make {PAUSE_IMAGE} from"
-            if problem:
+        async with self._holders_lock:  # one import for every pod; holders run side by side
+            image = await self._pause_image()
+        name, problem = holder_name(self.session, target), ""
+        if image:
+            await self._hold_dns(image, [f"/{PAUSE_BINARY}", "-P"])  # the first on it
+            await self._cli.call(*self._cli.remove_words(name))  # an earlier pod's
+            identity = self._identity_options(target, pod_spec)
+            labels = [*self._pod_labels(target), "--label", f"{HOLDER_LABEL}=true"]
+            code = await self._cli.quiet(
+                "run", "--detach", "--name", name, *labels, *identity, image
+            )
+            problem = f"{self._cli.name} run of the holder exited {code}" if code else ""
+        else:
+            problem = f"no {PAUSE_BINARY} on this machine to make {PAUSE_IMAGE} from"
+        if problem:
+            count = len(pod_spec.get("initContainers") or [])
+            if count + len(pod_spec.get("containers") or []) > 1:
                 message = f"the pod's containers do not share localhost and hostname: {problem}"
                 report("Warning", POD_NOT_SHARED, message)
-                return ""
-            self._holders[target.uid] = name
-            return name
+            return ""
+        self._holders[target.uid] = name
+        return await self._address(name)
+
+    async def _address(self, name: str) -> str:
+        """The container's address on the session network ("" where it shows none)."""
+        found = await self._cli.json(*self._cli.inspect_words(name))
+        if not isinstance(found, list) or not found or not isinstance(found[0], dict):
+            return ""
+        networks = (found[0].get("NetworkSettings") or {}).get("Networks") or {}
+        entry = networks.get(self.network) if isinstance(networks, dict) else None
+        address = entry.get("IPAddress") if isinstance(entry, dict) else None
+        return str(address) if address else ""
 
     async def _pause_image(self) -> str:
         """``PAUSE_IMAGE``, imported once from the machine's ``catatonit`` (a static init
@@ -464,8 +498,7 @@ class ContainerRuntime:
 
     async def release(self, uid: str) -> None:
         """The pod has ended: remove its holder (if it had one)."""
-        async with self._holders_lock:
-            holder = self._holders.pop(uid, None)
+        holder = self._holders.pop(uid, None)
         if holder is not None:
             await self._cli.call(*self._cli.remove_words(holder))
 
@@ -764,6 +797,9 @@ async def _created(client: asyncio.subprocess.Process, cidfile: Path) -> str:
             await asyncio.wait([ended], timeout=_CREATE_POLL)
     finally:
         ended.cancel()
+
+
+_STARTING = frozenset({"created", "configured", "initialized"})  # states before the start
 
 
 def _alive(pid: str) -> bool:

@@ -54,6 +54,7 @@ class Node:
     host_ip: str
     cpus: int
     memory_bytes: int
+    pod_ip: str = ""  # the pod's own address where it has one (``status.podIP``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,8 +228,8 @@ def field_value(pod: Raw, path: str, node: Node) -> str:
         "spec.serviceAccountName": spec.get("serviceAccountName") or "default",
         "status.hostIP": node.host_ip,
         "status.hostIPs": node.host_ip,
-        "status.podIP": node.host_ip,
-        "status.podIPs": node.host_ip,
+        "status.podIP": node.pod_ip or node.host_ip,
+        "status.podIPs": node.pod_ip or node.host_ip,
     }
     if path in simple:
         return str(simple[path] or "")

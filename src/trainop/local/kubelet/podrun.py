@@ -168,6 +168,7 @@ class PodRun:
         try:
             _refuse_unrunnable(self.pod, self._pool)
             self._recover()
+            await self._prepare()
             if await self._configure() and await self._run_init_containers():
                 await self._run_containers()
         except CannotRun as exc:
@@ -179,6 +180,18 @@ class PodRun:
         if self.state.phase == "Failed" and not self.state.reason:
             self._explain_failure()
         self._changed()
+
+    async def _prepare(self) -> None:
+        """Before any container: the runtime makes what the pod's containers share; the
+        pod's own address (if it has one) is its ``podIP`` and its downward API's."""
+        first = self.state.all_containers()[0]
+        report = self._reporter(first.name)
+        try:
+            address = await self._runtime.prepare(self._target(first), self.pod["spec"], report)
+        except Exception:  # the runtime could not: each container starts on its own as before
+            log.exception("could not prepare pod %s", self._ref)
+            address = ""
+        self.state.pod_ip = address
 
     async def _release(self) -> None:
         """Every container has ended: the runtime frees what it held for the pod."""
@@ -289,7 +302,8 @@ class PodRun:
         extra["TRAINOP_NAMESPACE"] = self.state.namespace  # kubectl's in-cluster namespace
         if self._settings.exec_address:
             extra["TRAINOP_EXEC_ADDRESS"] = self._settings.exec_address
-        own = environment.resolve(self.pod, container, sources, self._settings.node, injected=extra)
+        node = dataclasses.replace(self._settings.node, pod_ip=self.state.pod_ip)
+        own = environment.resolve(self.pod, container, sources, node, injected=extra)
         visible = {**extra, **own}
         sandbox.mount(self.sandbox, container, volumes)
         return Launch(

@@ -108,6 +108,7 @@ class PodState:
     was_ready: bool = False
     reason: str = ""
     message: str = ""
+    pod_ip: str = ""  # its address on a network of its own ("": the host's)
 
     @property
     def is_terminal(self) -> bool:
@@ -161,4 +162,5 @@ class PodState:
             start_time=self.start_time,
             reason=self.reason,
             message=self.message,
+            pod_ip=self.pod_ip,
         )

@@ -192,6 +192,12 @@ class Runtime(Protocol):
         the start's events as they happen (an image pulled or found present)."""
         ...
 
+    async def prepare(self, target: Target, pod_spec: Mapping[str, Any], report: Report) -> str:
+        """Before the pod's first container starts: make what its containers share (the
+        container runtime's holder of the pod's network); the pod's own address, "" where
+        the pod has the host's."""
+        ...
+
     async def release(self, uid: str) -> None:
         """The pod ``uid`` has ended (every container of it finished or was stopped):
         free what the runtime held for the pod as a whole (its network holder)."""
@@ -334,6 +340,11 @@ class HostRuntime:
 
     async def close(self) -> None:
         """Nothing left: every process group was killed with its pod."""
+
+    async def prepare(self, target: Target, pod_spec: Mapping[str, Any], report: Report) -> str:
+        """Nothing to make: a pod's processes have the host's network and address."""
+        del target, pod_spec, report
+        return ""
 
     async def release(self, uid: str) -> None:
         """Nothing held per pod: a pod's processes share the host's network."""

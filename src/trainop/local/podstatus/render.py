@@ -117,6 +117,7 @@ def pod(
     start_time: str = "",
     reason: str = "",
     message: str = "",
+    pod_ip: str = "",
 ) -> dict[str, Any]:
     """The pod's ``status`` (written as a merge patch: the server's own fields stay)."""
     out: dict[str, Any] = {
@@ -124,8 +125,8 @@ def pod(
         "conditions": conditions,
         "hostIP": host_ip,
         "hostIPs": [{"ip": host_ip}],
-        "podIP": host_ip,
-        "podIPs": [{"ip": host_ip}],
+        "podIP": pod_ip or host_ip,  # a pod of its own network's address, else the host's
+        "podIPs": [{"ip": pod_ip or host_ip}],
         "containerStatuses": containers,
     }
     if init_containers:

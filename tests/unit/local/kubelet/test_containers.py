@@ -121,6 +121,9 @@ case "$*" in
   *"image inspect"*) echo '[{{"Config": {{"Entrypoint": ["python3"], "Cmd": ["x.py"]}}}}]' ;;
   *"cgroupfs run --detach "*) exit 0 ;;
   *"cgroupfs run "*) echo from-container; exit 3 ;;
+  *"inspect --format json -- trainop-s1-default-job-master-0_pod"*)
+    echo '[{{"NetworkSettings": {{"Networks": {{"trainop-s1": '\\
+      '{{"IPAddress": "10.89.0.7"}}}}}}}}]' ;;
   *"cgroupfs inspect "*) echo '[{{"State": {{"ExitCode": 3, "OOMKilled": false}}}}]' ;;
 esac
 """
@@ -191,10 +194,12 @@ HOLDER = "trainop-s1-default-job-master-0_pod"
 
 def _start_both(
     runtime: containers.ContainerRuntime, tmp_path: Path, reports: list[tuple[str, str, str]]
-) -> None:
-    """Start (and wait for) both containers of a two-container pod, then release the pod."""
+) -> str:
+    """Prepare a two-container pod, start (and wait for) both containers, release the pod;
+    the address ``prepare`` gave."""
 
-    async def scenario() -> None:
+    async def scenario() -> str:
+        address = await runtime.prepare(TARGET, PAIR, _recorder(reports))
         for name in ("pytorch", "sidecar"):
             spec = {"name": name, "image": "img:1", "command": ["true"]}
             launch = _launch(tmp_path, spec, pod_spec=PAIR, command=["true"])
@@ -202,21 +207,22 @@ def _start_both(
             running = await runtime.start(target, launch, {}, _recorder(reports))
             await running.wait()
         await runtime.release(TARGET.uid)
+        return address
 
-    asyncio.run(scenario())
+    return asyncio.run(scenario())
 
 
 def test_the_containers_of_a_pod_share_one_holders_network_and_hostname(
     tmp_path: Path,
 ) -> None:
     """As a pod's pause container: one holder per pod carries the pod's hostname, network
-    names and DNS settings; each container joins its network and UTS namespaces (one
-    ``localhost``); the holder goes when the pod is released."""
+    names and DNS settings, and its address is the pod's; each container joins its network
+    and UTS namespaces (one ``localhost``); the holder goes when the pod is released."""
     podman, log = _fake_podman(tmp_path, image_exists=True)
     runtime = containers.ContainerRuntime(podman, session="s1")
     runtime.network = "trainop-s1"
     reports: list[tuple[str, str, str]] = []
-    _start_both(runtime, tmp_path, reports)
+    assert _start_both(runtime, tmp_path, reports) == "10.89.0.7"
     calls = log.read_text().splitlines()
     holders = [line for line in calls if " run --detach " in f" {line} "]
     assert len(holders) == 1  # once per pod, not per container
@@ -225,6 +231,9 @@ def test_the_containers_of_a_pod_share_one_holders_network_and_hostname(
         "--hostname job-master-0 --network trainop-s1 --network-alias job-master-0" in (holders[0])
     )
     assert holders[0].endswith(" localhost/trainop-pause:1")
+    assert "--label trainop.holder=true" in holders[0]
+    dns = next(line for line in calls if " create --name trainop-s1-dns " in f" {line} ")
+    assert calls.index(dns) < calls.index(holders[0])  # the network's first container
     runs = [line for line in calls if " run --name " in f" {line} "]
     assert len(runs) == 2
     for run in runs:
@@ -243,18 +252,19 @@ def test_without_a_pause_binary_each_container_keeps_an_identity_of_its_own(
     runtime = containers.ContainerRuntime(podman, session="s1")
     runtime.network = "trainop-s1"
     reports: list[tuple[str, str, str]] = []
-    _start_both(runtime, tmp_path, reports)
+    assert _start_both(runtime, tmp_path, reports) == ""  # no address of its own
     calls = log.read_text()
     assert " run --detach " not in calls
     assert calls.count("--network trainop-s1 --network-alias job-master-0") == 2
     warned = [r for r in reports if r[1] == containers.POD_NOT_SHARED]
-    assert len(warned) == 2  # per start (the Event's count)
-    assert warned[0] == (
-        "Warning",
-        "PodNamespacesNotShared",
-        "the pod's containers do not share localhost and hostname: no catatonit on this "
-        "machine to make localhost/trainop-pause:1 from",
-    )
+    assert warned == [
+        (
+            "Warning",
+            "PodNamespacesNotShared",
+            "the pod's containers do not share localhost and hostname: no catatonit on this "
+            "machine to make localhost/trainop-pause:1 from",
+        )
+    ]
 
 
 def test_the_pause_image_is_imported_once_from_the_machines_catatonit(
@@ -275,21 +285,28 @@ def test_the_pause_image_is_imported_once_from_the_machines_catatonit(
     assert not (podman.state_dir / "pause.tar").exists()  # read by the import, then removed
 
 
-def test_a_pod_of_one_container_has_no_holder(tmp_path: Path) -> None:
-    podman, log = _fake_podman(tmp_path, image_exists=True)
+def test_a_pod_of_one_container_without_a_holder_warns_of_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing to share: no Warning; the container has the pod's identity itself."""
+    monkeypatch.setattr(containers, "find_pause_binary", lambda: None)
+    podman, log = _fake_podman(tmp_path, image_exists=True, pause_exists=False)
     runtime = containers.ContainerRuntime(podman, session="s1")
     runtime.network = "trainop-s1"
     spec = {"name": "pytorch", "image": "img:1", "command": ["true"]}
     one = {"containers": [spec]}
+    reports: list[tuple[str, str, str]] = []
 
-    async def scenario() -> None:
+    async def scenario() -> str:
+        address = await runtime.prepare(TARGET, one, _recorder(reports))
         launch = _launch(tmp_path, spec, pod_spec=one, command=["true"])
         await (await runtime.start(TARGET, launch, {})).wait()
         await runtime.release(TARGET.uid)
+        return address
 
-    asyncio.run(scenario())
+    assert asyncio.run(scenario()) == ""
+    assert reports == []
     calls = log.read_text()
-    assert " run --detach " not in calls
     assert "--hostname job-master-0 --network trainop-s1 --network-alias job-master-0" in calls
     assert HOLDER not in calls
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
 from trainop.local.kubelet import environment, gpus
-from trainop.local.kubelet.environment import ConfigError, Node, Sources
+from trainop.local.kubelet.environment import ConfigError, Node, Sources, field_value
 
 NODE = Node("n1", "127.0.0.1", cpus=8, memory_bytes=16 * 2**30)
 VARS = {"A": "a", "EMPTY": ""}
@@ -133,3 +134,12 @@ def test_gpu_requests_are_read_from_limits_then_requests() -> None:
     assert gpus.wanted({"resources": {"limits": {"nvidia.com/gpu": "2"}}}) == 2
     assert gpus.wanted({"resources": {"requests": {"nvidia.com/gpu": 1}}}) == 1
     assert gpus.wanted({}) == 0
+
+
+def test_the_downward_apis_pod_ip_is_the_pods_own_address_where_it_has_one() -> None:
+    pod = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {}}
+    own = dataclasses.replace(NODE, pod_ip="10.89.0.7")  # a container pod's holder's address
+    assert field_value(pod, "status.podIP", own) == "10.89.0.7"
+    assert field_value(pod, "status.podIPs", own) == "10.89.0.7"
+    assert field_value(pod, "status.hostIP", own) == "127.0.0.1"
+    assert field_value(pod, "status.podIP", NODE) == "127.0.0.1"  # a process pod: the host's
