@@ -147,7 +147,7 @@ class ContainerRuntime:
         self._dns_held = False  # ``_hold_dns``
         self._dns_lock = asyncio.Lock()
         self._holders: dict[str, str] = {}  # pod uid -> its holder container (``prepare``)
-        self._holders_lock = asyncio.Lock()  # the holders' image, made once
+        self._pause_lock = asyncio.Lock()  # the holders' image, made once
         self._pause: str | None = None  # the holders' image ("" where none can be made)
 
     @property
@@ -194,11 +194,10 @@ class ContainerRuntime:
         server stays and forwards to the ``--dns`` servers)."""
         if not self._cli.replaces_network_dns:
             return ""
-        found = await self._cli.json("network", "inspect", self.network_name)
-        if isinstance(found, list) and found and isinstance(found[0], dict):
-            for subnet in found[0].get("subnets") or []:
-                if isinstance(subnet, dict) and subnet.get("gateway"):
-                    return str(subnet["gateway"])
+        found = first_object(await self._cli.json("network", "inspect", self.network_name))
+        for subnet in found.get("subnets") or []:
+            if isinstance(subnet, dict) and subnet.get("gateway"):
+                return str(subnet["gateway"])
         return ""
 
     async def close(self) -> None:
@@ -357,8 +356,7 @@ class ContainerRuntime:
         try:
             while not ended.done() and time.monotonic() < deadline:
                 found = await self._cli.json(*self._cli.inspect_words(container_id))
-                first = found[0] if isinstance(found, list) and found else None
-                state = first.get("State") if isinstance(first, dict) else None
+                state = first_object(found).get("State")
                 status = state.get("Status") if isinstance(state, dict) else None
                 if str(status or "").lower() not in _STARTING:
                     return
@@ -366,9 +364,9 @@ class ContainerRuntime:
         finally:
             ended.cancel()
 
-    def _pod_labels(self, target: Target) -> list[str]:
-        """The labels of what this session makes for a pod, and no pulls (the image is there
-        by then, or the start failed)."""
+    def _pod_options(self, target: Target) -> list[str]:
+        """The options of everything this session makes for a pod: its labels, and no pulls
+        (the image is there by then, or the start failed)."""
         pod = f"{POD_LABEL}={target.namespace}/{target.pod}"
         return [*self._labels(), "--label", pod, "--pull", "never"]
 
@@ -396,7 +394,7 @@ class ContainerRuntime:
         """The ``run`` words but the stdio and the command; ``user`` is the image's user
         (``podoptions.image_user``); ``holder`` the pod's holder, whose network and hostname
         the container joins (``prepare``), "" for a network identity of its own."""
-        words = ["run", "--name", name, *self._pod_labels(target), "--sig-proxy=true"]
+        words = ["run", "--name", name, *self._pod_options(target), "--sig-proxy=true"]
         if holder:  # the pod's network, names, DNS settings and hostname: the holder's
             words += ["--network", f"container:{holder}", "--uts", f"container:{holder}"]
         else:
@@ -442,14 +440,14 @@ class ContainerRuntime:
         identity of its own, and a pod of more than one gets a Warning Event saying so)."""
         if not self.network or not self._cli.shares_pod_namespaces:
             return ""
-        async with self._holders_lock:  # one import for every pod; holders run side by side
+        async with self._pause_lock:  # one import for every pod; holders run side by side
             image = await self._pause_image()
         name, problem = holder_name(self.session, target), ""
         if image:
             await self._hold_dns(image, [f"/{PAUSE_BINARY}", "-P"])  # the first on it
             await self._cli.call(*self._cli.remove_words(name))  # an earlier pod's
             identity = self._identity_options(target, pod_spec)
-            labels = [*self._pod_labels(target), "--label", f"{HOLDER_LABEL}=true"]
+            labels = [*self._pod_options(target), "--label", f"{HOLDER_LABEL}=true"]
             code = await self._cli.quiet(
                 "run", "--detach", "--name", name, *labels, *identity, image
             )
@@ -467,10 +465,8 @@ class ContainerRuntime:
 
     async def _address(self, name: str) -> str:
         """The container's address on the session network ("" where it shows none)."""
-        found = await self._cli.json(*self._cli.inspect_words(name))
-        if not isinstance(found, list) or not found or not isinstance(found[0], dict):
-            return ""
-        networks = (found[0].get("NetworkSettings") or {}).get("Networks") or {}
+        found = first_object(await self._cli.json(*self._cli.inspect_words(name)))
+        networks = (found.get("NetworkSettings") or {}).get("Networks") or {}
         entry = networks.get(self.network) if isinstance(networks, dict) else None
         address = entry.get("IPAddress") if isinstance(entry, dict) else None
         return str(address) if address else ""
@@ -521,19 +517,21 @@ class ContainerRuntime:
         return time.monotonic() - began
 
 
+def first_object(found: Any) -> Mapping[str, Any]:
+    """The first object of an ``inspect`` answer (a JSON array), {} when there is none."""
+    first = found[0] if isinstance(found, list) and found else None
+    return first if isinstance(first, dict) else {}
+
+
 def _image_config(found: Any) -> Mapping[str, Any]:
     """The ``Config`` of an image as ``image inspect`` shows it ({} when unknown)."""
-    if not found or not isinstance(found, list) or not isinstance(found[0], dict):
-        return {}
-    config = found[0].get("Config")
+    config = first_object(found).get("Config")
     return config if isinstance(config, dict) else {}
 
 
 def _image_size(found: Any) -> int:
     """The image's size in bytes as ``image inspect`` shows it (0 when unknown)."""
-    if not found or not isinstance(found, list) or not isinstance(found[0], dict):
-        return 0
-    size = found[0].get("Size")
+    size = first_object(found).get("Size")
     return size if isinstance(size, int) and not isinstance(size, bool) else 0
 
 
@@ -590,9 +588,9 @@ class Container(StdioRun):
 
     async def wait(self) -> int:
         returncode = await self._process.wait()
-        found = await self._cli.json(*self._cli.inspect_words(self.name))
-        if isinstance(found, list) and found and isinstance(found[0].get("State"), dict):
-            self._state = found[0]["State"]
+        state = first_object(await self._cli.json(*self._cli.inspect_words(self.name))).get("State")
+        if isinstance(state, dict):
+            self._state = state
         return returncode
 
     def signal(self, signum: int) -> bool:

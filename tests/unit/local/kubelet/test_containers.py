@@ -192,6 +192,16 @@ PAIR = {"containers": [{"name": "pytorch"}, {"name": "sidecar"}]}
 HOLDER = "trainop-s1-default-job-master-0_pod"
 
 
+def _networked(
+    tmp_path: Path, *, pause_exists: bool = True
+) -> tuple[containers.ContainerRuntime, Path]:
+    """A runtime on session s1's network over the recording fake podman, and its log."""
+    podman, log = _fake_podman(tmp_path, image_exists=True, pause_exists=pause_exists)
+    runtime = containers.ContainerRuntime(podman, session="s1")
+    runtime.network = "trainop-s1"
+    return runtime, log
+
+
 def _start_both(
     runtime: containers.ContainerRuntime, tmp_path: Path, reports: list[tuple[str, str, str]]
 ) -> str:
@@ -218,9 +228,7 @@ def test_the_containers_of_a_pod_share_one_holders_network_and_hostname(
     """As a pod's pause container: one holder per pod carries the pod's hostname, network
     names and DNS settings, and its address is the pod's; each container joins its network
     and UTS namespaces (one ``localhost``); the holder goes when the pod is released."""
-    podman, log = _fake_podman(tmp_path, image_exists=True)
-    runtime = containers.ContainerRuntime(podman, session="s1")
-    runtime.network = "trainop-s1"
+    runtime, log = _networked(tmp_path)
     reports: list[tuple[str, str, str]] = []
     assert _start_both(runtime, tmp_path, reports) == "10.89.0.7"
     calls = log.read_text().splitlines()
@@ -248,9 +256,7 @@ def test_without_a_pause_binary_each_container_keeps_an_identity_of_its_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(containers, "find_pause_binary", lambda: None)
-    podman, log = _fake_podman(tmp_path, image_exists=True, pause_exists=False)
-    runtime = containers.ContainerRuntime(podman, session="s1")
-    runtime.network = "trainop-s1"
+    runtime, log = _networked(tmp_path, pause_exists=False)
     reports: list[tuple[str, str, str]] = []
     assert _start_both(runtime, tmp_path, reports) == ""  # no address of its own
     calls = log.read_text()
@@ -274,15 +280,13 @@ def test_the_pause_image_is_imported_once_from_the_machines_catatonit(
     binary.write_bytes(b"\x7fELF static")
     binary.chmod(0o700)
     monkeypatch.setattr(containers, "find_pause_binary", lambda: binary)
-    podman, log = _fake_podman(tmp_path, image_exists=True, pause_exists=False)
-    runtime = containers.ContainerRuntime(podman, session="s1")
-    runtime.network = "trainop-s1"
+    runtime, log = _networked(tmp_path, pause_exists=False)
     _start_both(runtime, tmp_path, [])
     imports = [line for line in log.read_text().splitlines() if " import " in f" {line} "]
     assert len(imports) == 1
     assert 'import --change ENTRYPOINT ["/catatonit", "-P"] ' in imports[0]
     assert imports[0].endswith(" localhost/trainop-pause:1")
-    assert not (podman.state_dir / "pause.tar").exists()  # read by the import, then removed
+    assert not (tmp_path / "state" / "pause.tar").exists()  # read by the import, then removed
 
 
 def test_a_pod_of_one_container_without_a_holder_warns_of_nothing(
@@ -290,9 +294,7 @@ def test_a_pod_of_one_container_without_a_holder_warns_of_nothing(
 ) -> None:
     """Nothing to share: no Warning; the container has the pod's identity itself."""
     monkeypatch.setattr(containers, "find_pause_binary", lambda: None)
-    podman, log = _fake_podman(tmp_path, image_exists=True, pause_exists=False)
-    runtime = containers.ContainerRuntime(podman, session="s1")
-    runtime.network = "trainop-s1"
+    runtime, log = _networked(tmp_path, pause_exists=False)
     spec = {"name": "pytorch", "image": "img:1", "command": ["true"]}
     one = {"containers": [spec]}
     reports: list[tuple[str, str, str]] = []
