@@ -29,7 +29,7 @@ from pathlib import Path
 import yaml
 from kubernetes import client, config, watch
 
-from trainop.local.apiserver import tls
+from trainop.cluster.apiserver.http import tls
 
 
 def start_server(state_dir: Path) -> tuple[subprocess.Popen[bytes], Path]:

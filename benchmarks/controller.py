@@ -45,7 +45,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from trainop.api import manifest
 from trainop.api.kinds import kind_info
-from trainop.controller.clock import LoopClock
+from trainop.cluster.kubelet.sim import kubelet as simkubelet
+from trainop.cluster.kubelet.sim.rules import Rules
 from trainop.engine.actions import Create
 from trainop.engine.naming import JOB_NAME_LABEL
 from trainop.engine.observed import Observed
@@ -53,10 +54,9 @@ from trainop.engine.plan import plan
 from trainop.frameworks.registry import framework_for
 from trainop.frameworks.topology import ClusterTopology
 from trainop.kube import resources
+from trainop.kube.clock import LoopClock
 from trainop.kube.http import HttpClient
 from trainop.kube.informer import Handlers, Informer
-from trainop.local.simkubelet import kubelet as simkubelet
-from trainop.local.simkubelet.rules import Rules
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMESPACE = "default"

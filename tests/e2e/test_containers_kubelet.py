@@ -18,18 +18,18 @@ from typing import Any
 
 import pytest
 
-from tests.integration.kubelet.conftest import Site, site  # noqa: F401  (the fixture)
-from tests.integration.kubelet.harness import Local, pod, run_local
-from tests.integration.kubelet.test_exec import TTY_LINE, _attach, attach_write
-from trainop.local import runtimes
-from trainop.local.kubelet import containercli
-from trainop.local.kubelet.containercli import Cli
-from trainop.local.kubelet.containers import (
+from tests.integration.cluster.kubelet.conftest import Site, site  # noqa: F401  (the fixture)
+from tests.integration.cluster.kubelet.harness import Local, pod, run_local
+from tests.integration.cluster.kubelet.test_exec import TTY_LINE, _attach, attach_write
+from trainop.cluster.kubelet.runtimes import containercli
+from trainop.cluster.kubelet.runtimes.containercli import Cli
+from trainop.cluster.kubelet.runtimes.containers import (
     HOLDER_LABEL,
     POD_LABEL,
     SESSION_LABEL,
     ContainerRuntime,
 )
+from trainop.local import runtimes
 
 IMAGE = "localhost/trainop-debian-py:12"
 

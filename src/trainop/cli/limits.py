@@ -15,8 +15,11 @@ from typing import Any
 
 import click
 
-from trainop.local.apiserver import Limits
-from trainop.local.apiserver.limits import DEFAULT_MAX_PODS, DEFAULT_MAX_REPLICAS_PER_JOB
+from trainop.cluster.apiserver import Limits
+from trainop.cluster.apiserver.admission.limits import (
+    DEFAULT_MAX_PODS,
+    DEFAULT_MAX_REPLICAS_PER_JOB,
+)
 
 
 def limit_options(command: Callable[..., Any]) -> Callable[..., Any]:

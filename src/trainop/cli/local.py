@@ -23,12 +23,13 @@ import click
 
 from trainop.cli import signals
 from trainop.cli.limits import limit_options, serve_args
+from trainop.cluster import apiserver, privacy
 from trainop.controller.manager import ManagerOptions
 from trainop.engine import quantities
 from trainop.engine.plan import EngineOptions
 from trainop.errors import TrainopError
-from trainop.local import apiserver, daemon, privacy, runtimes
-from trainop.local.cluster import ClusterConfig, NodeResources, process_cluster
+from trainop.local import daemon, runtimes
+from trainop.local.session import ClusterConfig, NodeResources, machine_cluster
 
 
 @click.group("local")
@@ -251,7 +252,7 @@ async def _serve_cluster(
     logging.getLogger(__name__).info("pods without workingDir start in %s", working_dir)
     choice = await runtimes.choose(runtime, state_dir=state_dir)
     logging.getLogger(__name__).info("%s", choice.line)
-    cluster = process_cluster(
+    cluster = machine_cluster(
         config, working_dir=working_dir, resources=node, container_runtime=choice.runtime
     )
     try:

@@ -18,9 +18,9 @@ import click
 import yaml
 
 from trainop.api import crds, kinds, reference
+from trainop.cluster.apiserver import schemas
 from trainop.controller import rbac
 from trainop.errors import TrainopError
-from trainop.local import schemas
 
 
 class _NoAliasDumper(yaml.SafeDumper):

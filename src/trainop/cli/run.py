@@ -28,12 +28,12 @@ from trainop.api.kinds import info_of
 from trainop.api.types import Job
 from trainop.cli import signals
 from trainop.cli.limits import limit_options
+from trainop.cluster.apiserver import Limits
+from trainop.cluster.apiserver.admission.limits import replica_errors
 from trainop.kube.resources import job_resource
 from trainop.local import runtimes
-from trainop.local.apiserver import Limits
-from trainop.local.apiserver.limits import replica_errors
-from trainop.local.cluster import ClusterConfig, process_cluster
-from trainop.local.runner import Outcome, ensure_namespace, run_job
+from trainop.local.session import ClusterConfig, machine_cluster
+from trainop.sdk.follow import Outcome, ensure_namespace, run_job
 
 _PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan")
 EXIT_FAILED, EXIT_INVALID, EXIT_TIMEOUT = 1, 2, 124
@@ -161,7 +161,7 @@ async def _session(
         choice = await runtimes.choose(runtime, state_dir=state_dir, job=raw)
         if runtime != "process":
             console.print(choice.line, style="dim")
-        cluster_of = process_cluster(
+        cluster_of = machine_cluster(
             config, working_dir=Path.cwd(), container_runtime=choice.runtime
         )
         async with cluster_of as cluster:

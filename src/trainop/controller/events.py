@@ -19,9 +19,9 @@ import logging
 import uuid
 
 from trainop import errors
-from trainop.controller.clock import Clock
 from trainop.engine.actions import Event
 from trainop.kube.client import Client, Obj
+from trainop.kube.clock import Clock
 from trainop.kube.resources import EVENTS
 
 log = logging.getLogger(__name__)

@@ -14,8 +14,8 @@ import logging
 from datetime import datetime, timedelta
 
 from trainop import errors
-from trainop.controller.clock import Clock
 from trainop.kube.client import Client, Obj
+from trainop.kube.clock import Clock
 from trainop.kube.resources import LEASES
 
 log = logging.getLogger(__name__)

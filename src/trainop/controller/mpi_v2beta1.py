@@ -24,7 +24,6 @@ from trainop import errors
 from trainop.api import mpi_v2beta1 as api
 from trainop.api.kinds import MPIJOB
 from trainop.api.types import JobStatus
-from trainop.controller.clock import Clock
 from trainop.controller.events import EventRecorder
 from trainop.controller.metrics import Metrics
 from trainop.controller.reconciler import Result, replace_status, send_child_action
@@ -35,6 +34,7 @@ from trainop.engine.gang import scheduler_for
 from trainop.frameworks import mpi_v2beta1 as objects
 from trainop.frameworks.base import FrameworkOptions
 from trainop.kube.client import Client, Obj
+from trainop.kube.clock import Clock
 from trainop.kube.informer import Informer
 from trainop.kube.resources import job_resource, resource_for
 

@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 
 from trainop import errors
 from trainop.controller.cert_publishing import ensure_secret, inject_ca_bundle
-from trainop.controller.clock import Clock, LoopClock
 from trainop.controller.leader import LeaderElector
 from trainop.controller.manager import Manager, ManagerOptions
 from trainop.controller.metrics import Metrics
 from trainop.controller.serving import ProbeServer
 from trainop.controller.webhook import WebhookServer, WebhookSettings
 from trainop.kube.client import Client
+from trainop.kube.clock import Clock, LoopClock
 from trainop.kube.http import HttpClient
 from trainop.kube.ratelimit import RateLimitedClient, TokenBucket
 

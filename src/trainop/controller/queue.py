@@ -22,8 +22,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from trainop.controller.clock import Clock, Timer
 from trainop.controller.metrics import QueueMetrics
+from trainop.kube.clock import Clock, Timer
 
 
 class ShutDownError(Exception):

@@ -31,7 +31,6 @@ from trainop.api.kinds import KindInfo, kind_info
 from trainop.api.types import CREATED, Job, JobStatus
 from trainop.controller.caches import OwnedObjects
 from trainop.controller.claims import FOREIGN_RECHECK, Claims
-from trainop.controller.clock import Clock
 from trainop.controller.events import EventRecorder
 from trainop.controller.metrics import Metrics
 from trainop.controller.topologies import Pending, TopologySource
@@ -42,6 +41,7 @@ from trainop.engine.observed import Observed
 from trainop.frameworks.base import Framework
 from trainop.frameworks.topology import Topology
 from trainop.kube.client import Client, Obj
+from trainop.kube.clock import Clock
 from trainop.kube.informer import Informer
 from trainop.kube.resources import Resource, job_resource, resource_for
 

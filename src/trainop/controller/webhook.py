@@ -39,7 +39,7 @@ from aiohttp import web
 
 from trainop.api.kinds import KINDS, KindInfo
 from trainop.controller import admission, certs
-from trainop.controller.clock import Clock, LoopClock
+from trainop.kube.clock import Clock, LoopClock
 
 log = logging.getLogger(__name__)
 

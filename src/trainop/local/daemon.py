@@ -32,8 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainop.cluster import privacy
 from trainop.errors import TrainopError
-from trainop.local import privacy
 
 PID_FILE, READY_FILE, LOG_FILE = "trainop.pid", "ready", "trainop.log"
 MIN_FREE_BYTES = 16 * 1024 * 1024  # the store, the kubeconfig and the first logs

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from trainop import errors
-from trainop.local.kubelet import containercli, containers
-from trainop.local.kubelet.runtime import Runtime
+from trainop.cluster.kubelet.runtimes import containercli, containers
+from trainop.cluster.kubelet.runtimes.runtime import Runtime
 
 CONTAINER_RUNTIMES = ("podman", "docker")  # ``auto``'s order of preference
 CHOICES = ("process", *CONTAINER_RUNTIMES, "auto")

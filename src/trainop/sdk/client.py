@@ -40,8 +40,8 @@ from trainop.kube.resources import (
     Resource,
     job_resource,
 )
-from trainop.local import runner
 from trainop.sdk import builders, config, constants, logs, watching
+from trainop.sdk import follow as runner
 from trainop.sdk.bridge import LoopThread
 from trainop.sdk.errors import InvalidArgumentError, JobFailedError, WaitTimeoutError
 

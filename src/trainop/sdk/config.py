@@ -23,8 +23,8 @@ from lightkube.config.kubeconfig import KubeConfig
 from lightkube.core.exceptions import ConfigError
 
 from trainop import errors
+from trainop.cluster.apiserver.http import auth
 from trainop.local import daemon
-from trainop.local.apiserver import auth
 from trainop.sdk import constants
 
 

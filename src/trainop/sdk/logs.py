@@ -22,8 +22,8 @@ from trainop import errors
 from trainop.kube.client import Obj
 from trainop.kube.http import HttpClient
 from trainop.kube.resources import PODS, Resource
-from trainop.local.runner import is_finished
 from trainop.sdk import constants
+from trainop.sdk.follow import is_finished
 
 
 @dataclass(frozen=True, slots=True)

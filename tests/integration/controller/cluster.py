@@ -24,16 +24,16 @@ from typing import Any
 
 import yaml
 
-from tests.integration.apiserver.conftest import RunningServer, start_server
+from tests.integration.cluster.apiserver.conftest import RunningServer, start_server
 from trainop import errors
 from trainop.api.kinds import kind_info
-from trainop.controller.clock import FakeClock
+from trainop.cluster.kubelet.sim import PREFIX, Rules, SimulatedKubelet
 from trainop.controller.manager import Manager, ManagerOptions
 from trainop.engine.naming import JOB_NAME_LABEL
 from trainop.kube.client import Obj
+from trainop.kube.clock import FakeClock
 from trainop.kube.http import HttpClient
 from trainop.kube.resources import CRDS, EVENTS, NAMESPACES, PODS, SERVICES, Resource, job_resource
-from trainop.local.simkubelet import PREFIX, Rules, SimulatedKubelet
 
 ROOT = Path(__file__).resolve().parents[3]
 DEADLINE = 60.0  # real seconds any awaited state may take (a bound on failure, not a wait)

@@ -31,14 +31,14 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.integration.apiserver.conftest import RunningServer
-from tests.integration.apiserver.test_bad_input import Raw
+from tests.integration.cluster.apiserver.conftest import RunningServer
+from tests.integration.cluster.apiserver.test_bad_input import Raw
 from tests.integration.controller.cluster import Cluster, run_cluster, start_cluster_server
 from trainop.api import manifest as wire
 from trainop.api.kinds import KINDS
 from trainop.api.types import MANAGED_BY_VALUES
+from trainop.cluster.apiserver import Limits
 from trainop.kube.resources import EVENTS
-from trainop.local.apiserver import Limits
 
 ROOT = Path(__file__).resolve().parents[3]
 PLURALS = {info.kind: info.plural for info in KINDS}

@@ -21,7 +21,7 @@ from functools import partial
 
 import pytest
 
-from tests.integration.apiserver.conftest import RunningServer, start_server
+from tests.integration.cluster.apiserver.conftest import RunningServer, start_server
 from tests.integration.controller.cluster import (
     Cluster,
     annotate,
@@ -36,10 +36,10 @@ from tests.integration.controller.cluster import (
 from tests.unit.api.builders import manifest
 from trainop import errors
 from trainop.api.kinds import kind_info
-from trainop.controller.clock import FakeClock
 from trainop.controller.manager import GANG_CRD_RECHECK_SECONDS, Manager, ManagerOptions
 from trainop.engine.plan import EngineOptions
 from trainop.kube.client import Obj
+from trainop.kube.clock import FakeClock
 from trainop.kube.http import HttpClient
 from trainop.kube.resources import (
     CONFIGMAPS,

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.apiserver.conftest import RunningServer
+from tests.integration.cluster.apiserver.conftest import RunningServer
 from tests.integration.controller.cluster import (
     Cluster,
     annotate,
@@ -33,6 +33,7 @@ from tests.integration.controller.cluster import (
 from tests.unit.api.builders import manifest
 from trainop.api import manifest as wire
 from trainop.api.kinds import KINDS, kind_info
+from trainop.cluster.kubelet.sim import PREFIX, Rules
 from trainop.controller.manager import ManagerOptions
 from trainop.engine.naming import JOB_NAME_LABEL
 from trainop.engine.plan import EngineOptions
@@ -45,7 +46,6 @@ from trainop.kube.resources import (
     VOLCANO_PODGROUPS,
     Resource,
 )
-from trainop.local.simkubelet import PREFIX, Rules
 
 ALL_KINDS = [info.kind for info in KINDS]
 LABEL = "training.kubeflow.org/"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.apiserver.conftest import RunningServer
+from tests.integration.cluster.apiserver.conftest import RunningServer
 from tests.integration.controller.cluster import (
     Cluster,
     eventually,
@@ -21,9 +21,9 @@ from tests.integration.controller.cluster import (
     sim_annotations,
     start_cluster_server,
 )
+from trainop.cluster.controllers.batchjob import JOBS, LocalJobController
 from trainop.controller.manager import ManagerOptions
 from trainop.kube.resources import PODS, SECRETS, Resource
-from trainop.local.jobcontroller import JOBS, LocalJobController
 
 MPIJOBS_V2 = Resource("kubeflow.org", "v2beta1", "mpijobs", "MPIJob")
 

@@ -46,7 +46,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from tests.integration.apiserver.conftest import RunningServer, start_server
+from tests.integration.cluster.apiserver.conftest import RunningServer, start_server
 from tests.integration.controller.operator_process import (
     OperatorProcess,
     api_client,
@@ -54,18 +54,13 @@ from tests.integration.controller.operator_process import (
     install_crds,
     until,
 )
-from tests.integration.controller.write_history import (
-    History,
-    Slot,
-    check_history,
-    true_conditions,
-)
+from tests.integration.controller.write_history import History, Slot, check_history, true_conditions
 from tests.unit.api.builders import manifest
 from trainop.api.kinds import kind_info
-from trainop.controller.clock import LoopClock
+from trainop.cluster.kubelet.sim import PREFIX, SimulatedKubelet
 from trainop.engine.naming import JOB_NAME_LABEL
+from trainop.kube.clock import LoopClock
 from trainop.kube.http import HttpClient
-from trainop.local.simkubelet import PREFIX, SimulatedKubelet
 
 pytestmark = pytest.mark.slow
 

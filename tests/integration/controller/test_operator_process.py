@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.apiserver.conftest import RunningServer, start_server
+from tests.integration.cluster.apiserver.conftest import RunningServer, start_server
 from tests.integration.controller.operator_process import (
     OperatorProcess,
     api_client,

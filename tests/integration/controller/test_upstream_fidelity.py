@@ -22,7 +22,7 @@ from kubernetes import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from tests.integration.apiserver.conftest import RunningServer
+from tests.integration.cluster.apiserver.conftest import RunningServer
 from tests.integration.controller.cluster import (
     Cluster,
     annotate,

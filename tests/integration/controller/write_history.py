@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainop.cluster.apiserver import store
 from trainop.engine.naming import JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
-from trainop.local import store
 
 PODS = "core/pods"
 SERVICES = "core/services"

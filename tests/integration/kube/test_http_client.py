@@ -11,16 +11,16 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.apiserver.conftest import RunningServer, start_server
+from tests.integration.cluster.apiserver.conftest import RunningServer, start_server
 from tests.unit.api.builders import manifest
 from trainop import errors
 from trainop.api.kinds import kind_info
 from trainop.controller.caches import OwnedObjects
-from trainop.controller.clock import LoopClock
 from trainop.controller.events import EventRecorder
 from trainop.controller.reconciler import JobReconciler
 from trainop.controller.topologies import ClusterTopologySource
 from trainop.frameworks.registry import framework_for
+from trainop.kube.clock import LoopClock
 from trainop.kube.http import HttpClient
 from trainop.kube.informer import Informer
 from trainop.kube.resources import CRDS, PODS, SERVICES, job_resource

@@ -21,10 +21,9 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.stream import stream
 
-from tests.integration.apiserver import rawhttps
-from trainop.local.apiserver import tls
-
-from .conftest import QUICK, Kubectl, one_master_job, write
+from tests.integration.cluster.apiserver import rawhttps
+from tests.integration.kubectl.conftest import QUICK, Kubectl, one_master_job, write
+from trainop.cluster.apiserver.http import tls
 
 
 def _needs(kubectl: Kubectl, minor: int, what: str) -> None:

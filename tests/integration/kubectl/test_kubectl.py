@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from .conftest import QUICK, ROOT, Kubectl, write
+from tests.integration.kubectl.conftest import QUICK, ROOT, Kubectl, write
 
 
 def _columns(table: str) -> list[str]:

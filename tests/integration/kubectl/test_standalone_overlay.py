@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from .conftest import ROOT, Kubectl
+from tests.integration.kubectl.conftest import ROOT, Kubectl
 
 OVERLAY = str(ROOT / "manifests" / "overlays" / "standalone")
 DEPLOYMENT_REFUSED = (

@@ -7,11 +7,11 @@ from pathlib import Path
 
 from tests.unit.api.builders import manifest
 from trainop.api.kinds import kind_info
-from trainop.controller.clock import Clock
+from trainop.cluster.kubelet.sim import SimulatedKubelet
 from trainop.kube.client import Client
+from trainop.kube.clock import Clock
 from trainop.kube.resources import PODS, job_resource
-from trainop.local.cluster import ClusterConfig, LocalCluster
-from trainop.local.simkubelet import SimulatedKubelet
+from trainop.local.session import ClusterConfig, LocalCluster
 from trainop.local.topology import recorded_ports
 
 PYTORCH = job_resource(kind_info("PyTorchJob"))

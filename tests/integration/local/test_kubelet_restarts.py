@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from trainop.api.kinds import kind_info
-from trainop.controller.clock import FakeClock
 from trainop.kube.client import Client, Obj
+from trainop.kube.clock import FakeClock
 from trainop.kube.resources import EVENTS, PODS, job_resource
-from trainop.local.cluster import ClusterConfig, process_cluster
+from trainop.local.session import ClusterConfig, machine_cluster
 
 PYTORCH = job_resource(kind_info("PyTorchJob"))
 POD = "nocmd-master-0"
@@ -96,7 +96,7 @@ def test_a_command_less_on_failure_pod_crash_loops_in_place(tmp_path: Path) -> N
     clock = FakeClock()
 
     async def main() -> None:
-        async with process_cluster(ClusterConfig(state_dir=tmp_path), clock=clock) as cluster:
+        async with machine_cluster(ClusterConfig(state_dir=tmp_path), clock=clock) as cluster:
             client = cluster.client
             created: set[str] = set()
 

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from tests.unit.api.builders import manifest
 from trainop.cli import local as local_cli
 from trainop.cli.main import main
-from trainop.local.apiserver import Limits
-from trainop.local.cluster import ClusterConfig, LocalCluster
+from trainop.cluster.apiserver import Limits
+from trainop.local.session import ClusterConfig, LocalCluster
 
 
 def write(tmp_path: Path, workers: int) -> Path:

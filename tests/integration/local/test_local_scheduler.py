@@ -22,7 +22,7 @@ from trainop.kube.resources import (
     Resource,
     job_resource,
 )
-from trainop.local.cluster import ClusterConfig, NodeResources, process_cluster
+from trainop.local.session import ClusterConfig, NodeResources, machine_cluster
 
 PYTORCH = job_resource(kind_info("PyTorchJob"))
 WAIT = 60.0
@@ -106,7 +106,7 @@ async def hog_then_gang(tmp_path: Path, gang_scheduler_name: str) -> AsyncIterat
     which cannot fit beside the hog. Touching ``go-hog``/``go-gang`` lets each job finish."""
     engine = EngineOptions(gang_scheduler_name=gang_scheduler_name)
     config = ClusterConfig(state_dir=tmp_path / "state", manager=ManagerOptions(engine=engine))
-    async with process_cluster(config, working_dir=tmp_path, resources=NODE) as cluster:
+    async with machine_cluster(config, working_dir=tmp_path, resources=NODE) as cluster:
         client = cluster.client
         await client.create(PYTORCH, job("hog", tmp_path / "go-hog", cpu="1"))
         await until("hog runs", lambda: running(client, "hog-master-0"))
@@ -119,7 +119,7 @@ def test_a_second_job_asking_for_all_cpus_waits_until_the_first_finishes(tmp_pat
     config = ClusterConfig(state_dir=tmp_path / "state")
 
     async def scenario() -> None:
-        async with process_cluster(config, working_dir=tmp_path, resources=NODE) as cluster:
+        async with machine_cluster(config, working_dir=tmp_path, resources=NODE) as cluster:
             client = cluster.client
             await client.create(PYTORCH, job("first", tmp_path / "go-first", cpu="2"))
             await until("first runs", lambda: running(client, "first-master-0"))

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from tests.integration.apiserver.conftest import RunningServer
+from tests.integration.cluster.apiserver.conftest import RunningServer
 from tests.integration.controller.cluster import start_cluster_server
 from tests.integration.local.test_trainop_run import job, py
 from trainop.cli.main import main as cli

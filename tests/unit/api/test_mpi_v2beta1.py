@@ -11,11 +11,11 @@ import pytest
 
 from trainop.api import crds, manifest, mpi_v2beta1, validation
 from trainop.api.kinds import MPIJOB
+from trainop.cluster.apiserver.schemas import load_definitions
 from trainop.engine import plan as engine
 from trainop.engine.observed import Observed
 from trainop.frameworks.registry import framework_for
 from trainop.frameworks.topology import ClusterTopology
-from trainop.local.schemas import load_definitions
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

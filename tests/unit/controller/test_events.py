@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 
 from tests.unit.api.builders import manifest
-from trainop.controller.clock import FakeClock
 from trainop.controller.events import EventRecorder
 from trainop.engine.actions import Event
+from trainop.kube.clock import FakeClock
 from trainop.kube.fake import FakeClient
 from trainop.kube.resources import EVENTS
 

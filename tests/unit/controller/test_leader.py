@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from trainop import errors
-from trainop.controller.clock import FakeClock
 from trainop.controller.leader import LeaderElector, LostLeadershipError
+from trainop.kube.clock import FakeClock
 from trainop.kube.fake import FakeClient
 from trainop.kube.resources import LEASES
 

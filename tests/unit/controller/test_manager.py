@@ -11,9 +11,9 @@ import pytest
 from tests.unit.api.builders import manifest
 from trainop import errors
 from trainop.api.kinds import KINDS, kind_info
-from trainop.controller.clock import FakeClock
 from trainop.controller.manager import Manager, ManagerOptions
 from trainop.controller.queue import WorkQueue
+from trainop.kube.clock import FakeClock
 from trainop.kube.fake import FakeClient
 from trainop.kube.resources import PODS, job_resource
 

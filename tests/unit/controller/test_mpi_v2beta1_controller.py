@@ -9,9 +9,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from trainop.api.kinds import MPIJOB
-from trainop.controller.clock import FakeClock
 from trainop.controller.manager import Manager, ManagerOptions
 from trainop.controller.mpi_v2beta1 import LAUNCHER_JOBS
+from trainop.kube.clock import FakeClock
 from trainop.kube.fake import FakeClient
 from trainop.kube.resources import CONFIGMAPS, PODS, SECRETS, SERVICES, job_resource
 

@@ -7,9 +7,9 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from trainop.controller.clock import FakeClock
 from trainop.controller.metrics import Metrics
 from trainop.controller.queue import ShutDownError, WorkQueue
+from trainop.kube.clock import FakeClock
 
 
 def run(body: Callable[[WorkQueue, FakeClock], Awaitable[None]]) -> None:

@@ -1,6 +1,6 @@
 """MPIJob under local ``FrameworkOptions``: the plugin differs from the golden only as data.
 
-The process cluster's options (``local.cluster.local_frameworks``) must change exactly what
+The process cluster's options (``local.session.local_frameworks``) must change exactly what
 note 060 lists for MPI — the launcher's paths under ``$(TRAINOP_ROOT)``, Open MPI's loopback
 settings, ``kubexec.sh`` calling the kubelet's exec client, no kubectl delivery — and nothing
 else (names, hostfile, RBAC, workers).
@@ -13,11 +13,11 @@ from typing import Any
 
 from support import CANONICAL, make_job, run
 
+from trainop.cluster.kubelet.exec import execclient
 from trainop.engine.actions import Create
 from trainop.engine.plan import EngineOptions
 from trainop.frameworks.base import FrameworkOptions
-from trainop.local.cluster import local_frameworks
-from trainop.local.kubelet import execclient
+from trainop.local.session import local_frameworks
 
 LOCAL = EngineOptions(frameworks=local_frameworks(FrameworkOptions()))
 

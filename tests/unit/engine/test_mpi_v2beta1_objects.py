@@ -9,15 +9,15 @@ import base64
 from typing import Any
 
 import pytest
-from tests.unit.local.simkubelet.harness import Sim, simulated
+from tests.unit.cluster.kubelet.sim.harness import Sim, simulated
 
 from trainop.api import mpi_v2beta1
+from trainop.cluster.kubelet.sim import PREFIX
 from trainop.frameworks import mpi_v2beta1 as plugin
 from trainop.frameworks.base import FrameworkOptions
 from trainop.kube.fake import FakeClient
 from trainop.kube.resources import PODS
-from trainop.local.cluster import container_frameworks, local_frameworks
-from trainop.local.simkubelet import PREFIX
+from trainop.local.session import container_frameworks, local_frameworks
 
 KEYS = plugin.SshKeys(
     "-----BEGIN EC PRIVATE KEY-----\nx\n-----END EC PRIVATE KEY-----\n",

@@ -1,0 +1,3 @@
+"""What a write must pass before it is stored: ``admission`` (the one path), ``validation``,
+``defaults`` (kube-apiserver's built-in defaulting), ``builtin_fields``, ``quantities``,
+``crdschema`` (structural schemas of custom resources) and ``limits`` (the session's ceilings)."""

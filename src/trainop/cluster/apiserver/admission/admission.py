@@ -1,0 +1,185 @@
+"""Checks an object must pass before it is stored: type, namespace, name, schema.
+
+Role: the steps kube-apiserver runs between decoding a body and writing it — the body's
+``apiVersion``/``kind`` must be the endpoint's (400), its namespace and name must agree with
+the URL (400), custom resources are pruned, defaulted and validated against their CRD
+schema and built-in kinds against the Kubernetes JSON schema (422 with field causes), and
+unknown fields are rejected under ``fieldValidation=Strict`` (400) or reported in a
+``Warning`` header otherwise.
+
+Then the checks a cluster's admission chain adds, so that what is stored here is what a real
+cluster with trainop's webhook would store (docs/design/010, "Admission"):
+
+- training jobs (the seven ``kubeflow.org/v1`` kinds; create, update and every patch, the
+  ``status`` subresource excepted as the webhook does not see it): the local replica ceiling
+  (``limits``), then ``manifest.check_job``, the very check of ``trainop validate`` and the
+  webhook (``validate_update`` against the stored object on an update); errors are 422 with
+  one cause per field, warnings go in ``Warning`` headers;
+- built-in kinds: kube's defaults (``defaults``; on the main resource, after unknown fields
+  are dropped and before validation, so a Pod's QoS class is computed from them) and numeric
+  resource quantities (``cpu: 1``) stored as kube's canonical
+  strings (``quantities``);
+- pods, ConfigMaps and Secrets: kube's name and path rules (``api.pod_rules``) and the 1 MiB
+  data limit; every kind: the metadata limits of ``validation.metadata_errors``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainop.api import manifest, pod_rules
+from trainop.api.kinds import KINDS, KindInfo
+from trainop.cluster.apiserver.admission import (
+    builtin_fields,
+    defaults,
+    limits,
+    quantities,
+    validation,
+)
+from trainop.cluster.apiserver.http import status
+from trainop.cluster.apiserver.rest import resources
+from trainop.cluster.apiserver.rest.call import ApiState, Call
+from trainop.errors import FieldError
+
+_TRAINING_KINDS = {info.kind: info for info in KINDS}
+
+
+def check_type(rt: resources.ResourceType, obj: dict[str, Any]) -> None:
+    """400 unless the body's apiVersion and kind are the endpoint's.
+
+    Built-in kinds may omit both (the endpoint's are assumed, as kube's typed decoder does);
+    custom resources are decoded as unstructured objects and must carry them.
+    """
+    if not rt.custom:
+        obj.setdefault("kind", rt.kind)
+        obj.setdefault("apiVersion", rt.api_version)
+    kind, api_version = obj.get("kind"), obj.get("apiVersion")
+    if not kind:
+        raise status.bad_request("Object 'Kind' is missing in the request body")
+    if not api_version:
+        raise status.bad_request("Object 'apiVersion' is missing in the request body")
+    if kind != rt.kind or api_version != rt.api_version:
+        raise status.bad_request(
+            f"the object provided is unrecognized (must be of type {rt.kind}): "
+            f"{api_version}, Kind={kind}"
+        )
+
+
+def check_metadata(call: Call, obj: dict[str, Any]) -> dict[str, Any]:
+    """400 unless metadata is a map whose namespace/name agree with the URL; returns it."""
+    meta = obj.get("metadata")
+    if meta is None:
+        meta = obj["metadata"] = {}
+    if not isinstance(meta, dict):
+        raise status.bad_request("metadata must be an object")
+    body_ns = meta.get("namespace")
+    if call.rt.namespaced and body_ns and call.namespace and body_ns != call.namespace:
+        raise status.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    if call.name is not None and meta.get("name") not in (None, call.name):
+        raise status.bad_request(
+            f"the name of the object ({meta.get('name')}) does not match the name on the URL "
+            f"({call.name})"
+        )
+    return meta
+
+
+def admit(
+    state: ApiState, call: Call, obj: dict[str, Any], old: dict[str, Any] | None = None
+) -> list[str]:
+    """Prune/default/validate ``obj`` in place; 422 on errors. Returns warnings to send.
+
+    ``old`` is the stored object on an update (None on create): a training job's update is
+    judged by the webhook's update rules (immutable fields) against it.
+    """
+    rt = call.rt
+    name = str((obj.get("metadata") or {}).get("name") or "")
+    job_kind = _job_kind(state, rt)
+    if job_kind is not None and call.subresource is None:
+        ceiling = limits.replica_errors(job_kind, obj, state.limits.max_replicas_per_job)
+        if ceiling:
+            raise status.invalid(rt, name, ceiling)
+    errors: list[FieldError] = validation.metadata_errors(
+        obj, plural=rt.plural, namespaced=rt.namespaced
+    )
+    warnings: list[str] = []
+    if rt.custom:
+        schema = state.schemas.get((rt.group, rt.version, rt.plural))
+        if schema is not None:
+            pruned = schema.prepare(obj)
+            warnings = _unknown_fields(call, pruned)
+            errors += schema.validator.errors(obj)
+    elif rt.definition is not None:
+        if rt.kind == "Secret" and not rt.group:
+            builtin_fields.merge_string_data(obj)
+        warnings = _unknown_fields(call, builtin_fields.unknown(rt.definition, obj))
+        if call.subresource is None:
+            defaults.apply(rt.group, rt.plural, obj, create=old is None)
+        errors += validation.builtin_validator(rt.definition).errors(obj)
+    if not errors and rt.definition is not None and not rt.custom:
+        not_quantity = quantities.normalize(rt.definition, obj)  # cpu: 1 is stored as "1"
+        if not_quantity is not None:
+            raise status.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                f"quantities must match the regular expression '{quantities.MESSAGE_PATTERN}'"
+            )
+    if not errors and call.subresource is None:
+        errors += _object_rules(rt, obj)
+    if not errors and job_kind is not None and call.subresource is None:
+        decision = manifest.check_job(_as_v1(obj), old=_as_v1(old))
+        errors += decision.errors
+        warnings += decision.warnings
+    if errors:
+        raise status.invalid(rt, name, errors)
+    return warnings
+
+
+def _job_kind(state: ApiState, rt: resources.ResourceType) -> KindInfo | None:
+    """The training kind served at ``rt`` (kubeflow.org/v1, or another version its CRD serves
+    beside v1: MPIJob v2beta1), when jobs are admitted here."""
+    if not state.job_admission or rt.group != "kubeflow.org":
+        return None
+    info = _TRAINING_KINDS.get(rt.kind)
+    if info is None:
+        return None
+    if rt.version == "v1" or any(v.name == rt.version for v in info.other_versions):
+        return info
+    return None
+
+
+def _as_v1(obj: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``obj`` as read through v1: the versions of one CRD share storage and differ only in
+    ``apiVersion`` (conversion None, docs/design/100), so one check judges every version."""
+    if obj is None or obj.get("apiVersion") == "kubeflow.org/v1":
+        return obj
+    return {**obj, "apiVersion": "kubeflow.org/v1"}
+
+
+def _object_rules(rt: resources.ResourceType, obj: dict[str, Any]) -> list[FieldError]:
+    """kube-apiserver's own rules beyond the schema for pods, ConfigMaps and Secrets: the
+    names and paths of ``pod_rules`` (the sandbox's first half) and the data size limit."""
+    if rt.group:
+        return []
+    if rt.plural == "pods":
+        spec = obj.get("spec")
+        return pod_rules.pod_spec_errors(spec, path="spec") if isinstance(spec, dict) else []
+    if rt.plural in ("configmaps", "secrets"):
+        return pod_rules.data_key_errors(obj) + validation.data_size_errors(
+            obj, secret=rt.plural == "secrets"
+        )
+    return []
+
+
+def _unknown_fields(call: Call, pruned: list[str]) -> list[str]:
+    if not pruned:
+        return []
+    mode = call.query.get("fieldValidation", "Warn")
+    messages = [f'unknown field "{p}"' for p in pruned]
+    if mode == "Strict":
+        kind, version = call.rt.kind, call.rt.api_version
+        raise status.bad_request(
+            f'{kind} in version "{version}" cannot be handled as a {kind}: '
+            "strict decoding error: " + ", ".join(messages)
+        )
+    return [] if mode == "Ignore" else messages

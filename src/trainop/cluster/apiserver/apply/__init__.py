@@ -1,0 +1,2 @@
+"""Server-side apply: ``apply`` (merge, conflicts), ``managedfields``, ``fieldsets`` (FieldsV1),
+``shapes`` (list and map types)."""

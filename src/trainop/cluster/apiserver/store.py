@@ -1,0 +1,387 @@
+"""Durable object store of the embedded API server: SQLite on disk, a read view in memory.
+
+Role: hold every API object as JSON under a key ``(resource, namespace, name)``, hand out one
+global, strictly increasing ``resourceVersion`` and keep a bounded in-memory event log that
+watches resume from. It knows nothing of Kubernetes semantics (uids, generations, finalizers,
+validation): that is the API server's job (``local.apiserver``).
+
+Invariants:
+
+- A write is acknowledged (its future resolves) only after the SQLite transaction holding it
+  has committed with ``synchronous=FULL`` in WAL mode, i.e. after fsync. Writes are queued to
+  one writer thread that commits whatever has queued up as one transaction (group commit), so
+  a crash loses only unacknowledged writes and never half of one.
+- resourceVersions are assigned in call order on the event-loop thread and committed in that
+  order by the single writer, so the durable order, the committed view and the event log
+  agree. The counter itself is stored in the same transaction, so it never goes backwards
+  across restarts, even after deleting the newest object.
+- Two views: ``latest`` (committed plus queued writes) is what write checks (exists? stale
+  resourceVersion?) look at; ``get``/``list``/watch see only committed (durable) state, so no
+  reader ever observes a write that a crash could still take back.
+- Stored objects are shared and must be treated as immutable; callers that want to modify
+  one work on ``json.loads(stored.raw)``.
+- The database holds every Secret: its files are 0600 in a 0700 directory whatever the umask
+  (``local.privacy``).
+
+Neighbours: ``local.apiserver.server`` owns one ``Store``; ``local.apiserver.watch`` consumes
+``Subscription`` queues; ``local.apiserver.gc`` listens to committed events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import queue
+import sqlite3
+import stat
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainop.cluster import privacy
+from trainop.errors import TrainopError
+
+ADDED = "ADDED"
+MODIFIED = "MODIFIED"
+DELETED = "DELETED"
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS objects ("
+    " resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,"
+    " rv INTEGER NOT NULL, body BLOB NOT NULL, PRIMARY KEY (resource, namespace, name))",
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+)
+
+
+class StoreError(TrainopError):
+    """The store could not make a write durable (disk full, database closed)."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Key:
+    """Where an object lives: resource is ``group/plural`` (``core/pods``), namespace '' if none."""
+
+    resource: str
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """One version of one object: the parsed dict (read-only by convention) and its JSON."""
+
+    key: Key
+    rv: int
+    obj: dict[str, Any]
+    raw: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A committed change; ``prev`` is the version it replaced (None for ADDED)."""
+
+    type: str
+    stored: Stored
+    prev: Stored | None
+
+
+@dataclass(slots=True)
+class Subscription:
+    """A watcher's inbox for committed events of one resource (optionally one namespace)."""
+
+    resource: str
+    namespace: str | None
+    queue: asyncio.Queue[Event] = field(default_factory=asyncio.Queue)
+
+
+@dataclass(frozen=True, slots=True)
+class _Write:
+    key: Key
+    rv: int
+    stored: Stored | None  # None: delete
+    event: Event
+    future: asyncio.Future[Stored]
+
+
+def encode(obj: dict[str, Any]) -> bytes:
+    """Serialise an object the one way the store and the HTTP layer both use."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class Store:
+    """SQLite-backed object store with group commit, a committed view and an event log."""
+
+    def __init__(self, *, path: Path, history: int = 10_000) -> None:
+        self._path = path
+        self._db = _connect(path)
+        self._committed: dict[str, dict[tuple[str, str], Stored]] = {}
+        self._pending: dict[Key, Stored | None] = {}
+        self._pending_count: dict[Key, int] = {}
+        self._log: deque[Event] = deque(maxlen=history)
+        self._subs: dict[str, list[Subscription]] = {}
+        self._listeners: list[Callable[[Event], None]] = []
+        self._rv = self._load()
+        self._committed_rv = self._rv
+        self._floor_rv = self._rv  # events with rv > floor are in the log
+        self._queue: queue.SimpleQueue[_Write | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # ---- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the writer thread; must be called from the event loop that will write."""
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.Thread(target=self._writer, name="store-writer", daemon=True)
+        self._thread.start()
+
+    async def close(self) -> None:
+        """Stop the writer after everything queued so far is durable, then close SQLite."""
+        if self._thread is not None:
+            self._queue.put(None)
+            await asyncio.to_thread(self._thread.join)
+            self._thread = None
+        self._db.close()
+
+    # ---- reads -----------------------------------------------------------------------
+
+    @property
+    def resource_version(self) -> int:
+        """The newest committed resourceVersion."""
+        return self._committed_rv
+
+    def get(self, key: Key) -> Stored | None:
+        """The committed version of ``key``, or None."""
+        return self._committed.get(key.resource, {}).get((key.namespace, key.name))
+
+    def latest(self, key: Key) -> Stored | None:
+        """The newest version including queued, not yet durable writes (for write checks)."""
+        if key in self._pending:
+            return self._pending[key]
+        return self.get(key)
+
+    def select(self, *, resource: str, namespace: str | None = None) -> list[Stored]:
+        """Committed objects of a resource, sorted by namespace then name."""
+        table = self._committed.get(resource, {})
+        keys = sorted(k for k in table if namespace is None or k[0] == namespace)
+        return [table[k] for k in keys]
+
+    def count(self, resource: str) -> int:
+        """How many objects of ``resource`` exist, counting queued creates and deletes."""
+        table = self._committed.get(resource, {})
+        total = len(table)
+        for key, stored in self._pending.items():
+            if key.resource != resource:
+                continue
+            present = (key.namespace, key.name) in table
+            total += (stored is not None and not present) - (stored is None and present)
+        return total
+
+    def iter_all(self) -> Iterator[Stored]:
+        """Every committed object of every resource (for indexes rebuilt at start)."""
+        for table in self._committed.values():
+            yield from table.values()
+
+    def events_since(self, rv: int) -> list[Event] | None:
+        """Committed events with resourceVersion > rv, or None if the log no longer has them."""
+        if rv < self._floor_rv:
+            return None
+        if not self._log or rv >= self._log[-1].stored.rv:
+            return []
+        return [e for e in self._log if e.stored.rv > rv]
+
+    # ---- subscriptions -------------------------------------------------------------
+
+    def subscribe(self, *, resource: str, namespace: str | None) -> Subscription:
+        """Register a watcher; it receives every event committed after this call."""
+        sub = Subscription(resource=resource, namespace=namespace)
+        self._subs.setdefault(resource, []).append(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        """Forget a watcher; safe to call twice."""
+        with contextlib.suppress(KeyError, ValueError):
+            self._subs[sub.resource].remove(sub)
+
+    def add_listener(self, listener: Callable[[Event], None]) -> None:
+        """Call ``listener`` synchronously for every committed event (indexes, GC)."""
+        self._listeners.append(listener)
+
+    # ---- writes ----------------------------------------------------------------------
+
+    def put(self, key: Key, obj: dict[str, Any]) -> asyncio.Future[Stored]:
+        """Queue a create-or-replace; stamps ``metadata.resourceVersion`` into ``obj``.
+
+        The returned future resolves with the stored version once it is durable.
+        """
+        prev = self.latest(key)
+        self._rv += 1
+        obj.setdefault("metadata", {})["resourceVersion"] = str(self._rv)
+        stored = Stored(key=key, rv=self._rv, obj=obj, raw=encode(obj))
+        event = Event(type=MODIFIED if prev else ADDED, stored=stored, prev=prev)
+        return self._enqueue(key, stored, event)
+
+    def delete(self, key: Key, final: dict[str, Any] | None = None) -> asyncio.Future[Stored]:
+        """Queue the removal of ``key`` (which must exist in ``latest``).
+
+        The DELETED event carries ``final`` (the object's last state, e.g. with its last
+        finalizer removed) or else the newest stored version.
+        """
+        prev = self.latest(key)
+        if prev is None:
+            raise StoreError(f"delete of missing key {key}")
+        self._rv += 1
+        obj = final if final is not None else json.loads(prev.raw)
+        obj["metadata"]["resourceVersion"] = str(self._rv)
+        stored = Stored(key=key, rv=self._rv, obj=obj, raw=encode(obj))
+        event = Event(type=DELETED, stored=stored, prev=prev)
+        return self._enqueue(key, None, event)
+
+    def _enqueue(self, key: Key, stored: Stored | None, event: Event) -> asyncio.Future[Stored]:
+        if self._loop is None or self._thread is None:
+            raise StoreError("store is not started")
+        future: asyncio.Future[Stored] = self._loop.create_future()
+        self._pending[key] = stored
+        self._pending_count[key] = self._pending_count.get(key, 0) + 1
+        self._queue.put(
+            _Write(key=key, rv=event.stored.rv, stored=stored, event=event, future=future)
+        )
+        return future
+
+    # ---- writer thread ---------------------------------------------------------------
+
+    def _writer(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            stop = self._drain_into(batch)
+            error = self._commit(batch)
+            assert self._loop is not None
+            try:
+                self._loop.call_soon_threadsafe(self._on_durable, batch, error)
+            except RuntimeError:  # the loop is closed (a signal ended start-up): nobody waits
+                return
+            if stop:
+                return
+
+    def _drain_into(self, batch: list[_Write]) -> bool:
+        while len(batch) < 2000:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return False
+            if item is None:
+                return True
+            batch.append(item)
+        return False
+
+    def _commit(self, batch: list[_Write]) -> Exception | None:
+        try:
+            with self._db:
+                for w in batch:
+                    self._write_row(w)
+                self._db.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('rv', ?)", (batch[-1].rv,)
+                )
+        except sqlite3.Error as exc:
+            return exc
+        return None
+
+    def _write_row(self, w: _Write) -> None:
+        k = w.key
+        if w.stored is None:
+            self._db.execute(
+                "DELETE FROM objects WHERE resource=? AND namespace=? AND name=?",
+                (k.resource, k.namespace, k.name),
+            )
+            return
+        self._db.execute(
+            "INSERT OR REPLACE INTO objects (resource, namespace, name, rv, body)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (k.resource, k.namespace, k.name, w.rv, w.stored.raw),
+        )
+
+    # ---- back on the event loop ------------------------------------------------------
+
+    def _on_durable(self, batch: list[_Write], error: Exception | None) -> None:
+        for w in batch:
+            self._settle_pending(w.key)
+            if error is not None:
+                if not w.future.done():
+                    w.future.set_exception(StoreError(f"write not durable: {error}"))
+                continue
+            self._apply(w)
+            if not w.future.done():
+                w.future.set_result(w.event.stored)
+
+    def _settle_pending(self, key: Key) -> None:
+        left = self._pending_count[key] - 1
+        if left:
+            self._pending_count[key] = left
+        else:
+            del self._pending_count[key]
+            del self._pending[key]
+
+    def _apply(self, w: _Write) -> None:
+        table = self._committed.setdefault(w.key.resource, {})
+        slot = (w.key.namespace, w.key.name)
+        if w.stored is None:
+            table.pop(slot, None)
+        else:
+            table[slot] = w.stored
+        self._committed_rv = w.rv
+        if len(self._log) == self._log.maxlen:
+            self._floor_rv = self._log[0].stored.rv
+        self._log.append(w.event)
+        for listener in self._listeners:
+            listener(w.event)
+        for sub in self._subs.get(w.key.resource, ()):
+            if sub.namespace is None or sub.namespace == w.key.namespace:
+                sub.queue.put_nowait(w.event)
+
+    # ---- start-up --------------------------------------------------------------------
+
+    def _load(self) -> int:
+        rows = self._db.execute("SELECT resource, namespace, name, rv, body FROM objects")
+        newest = 0
+        for resource, namespace, name, rv, body in rows:
+            key = Key(resource=resource, namespace=namespace, name=name)
+            raw = bytes(body)
+            table = self._committed.setdefault(resource, {})
+            table[(namespace, name)] = Stored(key=key, rv=rv, obj=json.loads(raw), raw=raw)
+            newest = max(newest, rv)
+        row = self._db.execute("SELECT value FROM meta WHERE key='rv'").fetchone()
+        return max(newest, int(row[0]) if row else 0)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    _private_files(path)
+    try:
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        for statement in _SCHEMA:
+            db.execute(statement)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open store {path}: {exc}") from exc
+    # isolation_level=None is autocommit; `with db` below needs explicit transactions.
+    db.isolation_level = "DEFERRED"
+    return db
+
+
+def _private_files(path: Path) -> None:
+    """The database and its WAL/shared-memory files are 0600 (SQLite gives the WAL files the
+    database's own mode), whatever the umask; an older store is narrowed on open."""
+    privacy.private_dirs(path.parent)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, privacy.FILE_MODE))
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        candidate = path.with_name(path.name + suffix)
+        if candidate.exists() and stat.S_IMODE(candidate.stat().st_mode) != privacy.FILE_MODE:
+            candidate.chmod(privacy.FILE_MODE)

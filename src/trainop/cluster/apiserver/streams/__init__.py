@@ -1,0 +1,1 @@
+"""Streaming subresources over WebSocket: ``streams`` (exec, attach), ``portforward``."""

@@ -1,0 +1,45 @@
+"""No orphans: SIGKILL the process that hosts the kubelet; every container process dies."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.integration.cluster.kubelet.harness import DEADLINE, is_alive, kill_all, wait_dead
+
+REPO = Path(__file__).resolve().parents[4]
+
+
+def _wait_for(path: Path, process: subprocess.Popen[bytes]) -> list[int]:
+    deadline = time.monotonic() + DEADLINE
+    while not path.exists():
+        assert process.poll() is None, process.stderr.read() if process.stderr else ""
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+    return [int(p) for p in path.read_text().split()]
+
+
+def test_no_process_survives_a_sigkilled_kubelet(tmp_path: Path) -> None:
+    host = subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.cluster.kubelet.orphan_host", str(tmp_path)],
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+    )
+    pids: list[int] = []
+    try:
+        pids = _wait_for(tmp_path / "pids", host)
+        pids += _wait_for(tmp_path / "reaper", host)
+        container, grandchild, reaper = pids
+        assert all(is_alive(p) for p in pids)
+        assert os.getpgid(grandchild) == container, "the grandchild is in the container's group"
+        host.send_signal(signal.SIGKILL)
+        host.wait(timeout=DEADLINE)
+        wait_dead([container, grandchild, reaper])
+    finally:
+        host.kill()
+        host.wait(timeout=DEADLINE)
+        kill_all(pids)
