@@ -33,7 +33,8 @@ from trainop.cluster.apiserver.admission.limits import replica_errors
 from trainop.kube.resources import job_resource
 from trainop.local import runtimes
 from trainop.local.session import ClusterConfig, machine_cluster
-from trainop.sdk.follow import Outcome, ensure_namespace, run_job
+from trainop.sdk.follow import ensure_namespace, run_job
+from trainop.sdk.reporting import Outcome
 
 _PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan")
 EXIT_FAILED, EXIT_INVALID, EXIT_TIMEOUT = 1, 2, 124

@@ -1,65 +1,39 @@
-"""Run one job on a cluster and follow it to the end: conditions, logs, and the outcome.
+"""The job follower: a job, its pods and its containers' output, followed until the job ends.
 
-``run_job`` creates the job, then watches it and its pods from the create's resourceVersion
-(nothing is missed between the create and the watches). Every new condition goes to the
-reporter; every container instance that starts — including each in-place restart — gets a
-log follower, so the replicas' output arrives multiplexed, labelled ``worker-1``, ``master-0``.
-It returns when the job has ``Succeeded`` or ``Failed``, after the log followers have drained,
-with an ``Outcome`` naming, on failure, the replica, its exit code and its reason.
-``ensure_namespace`` creates a manifest's namespace on a local cluster (upstream's examples
-say ``namespace: kubeflow``, which a fresh local cluster does not have).
+``JobFollower.updates`` watches the job and its selected pods from one resourceVersion (the
+create's, or a first read's), so nothing between that point and the watches is missed, and
+yields ``JobSeen`` and ``PodSeen`` for their states. Every container instance that starts gets
+one log stream (``sdk.logstreams``: keyed by pod uid, container and restartCount, so an
+in-place restart and a recreated pod are new streams); its lines come as ``logstreams.Line``,
+labelled as the ``Target`` chooses. It ends once the job has ``Succeeded`` or ``Failed`` (or
+the consumer called ``stop``): the pods are listed once more for instances the watch had not
+reached, and the streams drain for at most ``drain`` seconds. A deleted job ends it with
+``NotFoundError``; a watch the server ends is resumed, one too old (410) replaced by a list.
+
+Its users: ``run_job`` (``trainop run``: creates the job, reports through
+``sdk.reporting``), and ``sdk.logs.follow_logs`` (``TrainingClient.get_job_logs(follow=True)``,
+``trainop logs -f``). ``ensure_namespace`` creates a manifest's namespace on a local cluster
+(upstream's examples say ``namespace: kubeflow``, which a fresh local cluster does not have).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import functools
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 from trainop import errors
 from trainop.api.kinds import info_of
 from trainop.api.types import FAILED, SUCCEEDED, Job
 from trainop.engine.naming import JOB_NAME_LABEL
-from trainop.kube.client import Client, Obj
+from trainop.kube.client import Client, Obj, WatchEvent
 from trainop.kube.http import HttpClient
 from trainop.kube.resources import NAMESPACES, PODS, Resource, job_resource
+from trainop.sdk import logstreams, reporting
 
 DRAIN_SECONDS = 5.0
-# Container failures that no restart can fix on this machine (no image to pull, no retry
-# makes a missing executable or ConfigMap key appear): the run ends at the first one.
-FATAL_REASONS = frozenset(
-    {
-        "ContainerCannotRun",
-        "StartError",
-        "CreateContainerConfigError",
-        "CreateContainerError",
-        "RunContainerError",
-        "ErrImagePull",  # an image that cannot be pulled now will not be pulled later offline
-        "ErrImageNeverPull",
-        "ImagePullBackOff",
-    }
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """How a job ended; the replica fields name the first failed container, if any."""
-
-    succeeded: bool
-    message: str
-    replica: str | None = None
-    exit_code: int | None = None
-    reason: str | None = None
-
-
-class Reporter(Protocol):
-    def condition(self, condition: dict[str, Any]) -> None:
-        """A condition the job gained (or whose status changed)."""
-
-    def log(self, replica: str, line: str) -> None:
-        """One line of output of ``replica`` (``worker-1``; ``worker-1/sidecar`` for others)."""
 
 
 async def ensure_namespace(client: Client, name: str) -> bool:
@@ -78,212 +52,205 @@ async def ensure_namespace(client: Client, name: str) -> bool:
     return True
 
 
-async def run_job(client: HttpClient, job: Job, raw: Obj, *, reporter: Reporter) -> Outcome:
+async def run_job(
+    client: HttpClient, job: Job, raw: Obj, *, reporter: reporting.Reporter
+) -> reporting.Outcome:
     """Create ``job`` (``raw`` is its manifest) and follow it until it finishes."""
-    namespace = job.metadata.namespace or "default"
     name = job.metadata.name or ""
-    resource = job_resource(info_of(job))
-    created = await client.create(resource, raw, namespace=namespace)
+    target = Target(
+        resource=job_resource(info_of(job)),
+        name=name,
+        namespace=job.metadata.namespace or "default",
+        pod_selector=f"{JOB_NAME_LABEL}={name}",
+        choose=functools.partial(reporting.replica_labels, job=name),
+    )
+    created = await client.create(target.resource, raw, namespace=target.namespace)
+    follower = JobFollower(client, target, drain=DRAIN_SECONDS)
+    report = reporting.RunReport(created, reporter)
     since = created["metadata"]["resourceVersion"]
-    followers = _Followers(client, name=name, reporter=reporter)
-    pods = asyncio.create_task(followers.watch(namespace, since))
-    ending = asyncio.create_task(_until_finished(client, resource, created, reporter=reporter))
-    try:
-        await asyncio.wait([ending, pods], return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (ending, pods):
-            task.cancel()
-        await asyncio.gather(ending, pods, return_exceptions=True)
-    await followers.catch_up(namespace)
-    await followers.drain(DRAIN_SECONDS)
-    if followers.fatal is not None:
-        return followers.fatal
-    return await _outcome(client, ending.result())
+    async with contextlib.aclosing(follower.updates(since)) as updates:
+        async for update in updates:
+            if isinstance(update, logstreams.Line):
+                reporter.log(update.source, update.text)
+            elif isinstance(update, JobSeen):
+                report.job_seen(update.job)
+            else:
+                report.pod_seen(update.pod)
+                if report.fatal is not None:
+                    follower.stop()  # no restart can fix it: drain what was written, then end
+    return report.fatal or await reporting.outcome_of(client, report.job)
 
 
-async def _until_finished(
-    client: HttpClient, resource: Resource, job: Obj, *, reporter: Reporter
-) -> Obj:
-    meta = job["metadata"]
-    seen: set[tuple[str, str, str]] = set()
-    version = meta["resourceVersion"]
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What to follow: a job, the pods of it whose logs are read, and which containers."""
+
+    resource: Resource
+    name: str
+    namespace: str
+    pod_selector: str
+    choose: logstreams.Choose
+
+
+@dataclass(frozen=True, slots=True)
+class JobSeen:
+    """A state of the job (the first read, then every change)."""
+
+    job: Obj
+
+
+@dataclass(frozen=True, slots=True)
+class PodSeen:
+    """A state of one of the selected pods, while the job runs."""
+
+    pod: Obj
+
+
+Update = JobSeen | PodSeen | logstreams.Line
+_Item = Update | logstreams.Ended | Exception
+
+
+class JobFollower:
+    """The job's states, its pods' states and its containers' lines, until the job ends."""
+
+    def __init__(self, client: HttpClient, target: Target, *, drain: float) -> None:
+        self._client = client
+        self._target = target
+        self._drain = drain
+        self._stopping = False
+        self._queue: asyncio.Queue[_Item] = asyncio.Queue()
+        self._streams = logstreams.LogStreams(
+            client, choose=target.choose, put=self._queue.put_nowait
+        )
+
+    def stop(self) -> None:
+        """End as if the job had finished: the streams drain, then ``updates`` ends."""
+        self._stopping = True
+
+    async def updates(self, since: str = "") -> AsyncGenerator[Update]:
+        """Everything from ``since`` (a resourceVersion; empty: from a first read of the job,
+        ``NotFoundError`` if there is none) until the job has ended and its streams drained.
+        A deleted job ends it with ``NotFoundError``. Run once per follower."""
+        watches: list[asyncio.Task[None]] = []
+        try:
+            job_since, pods_since = (since, since) if since else await self._read()
+            watches = [
+                asyncio.create_task(self._pump(self._job_states(job_since))),
+                asyncio.create_task(self._pump(self._pod_states(pods_since))),
+            ]
+            while not self._stopping:
+                item = await self._queue.get()
+                if isinstance(item, Exception):
+                    raise item
+                if isinstance(item, PodSeen):
+                    self._streams.open_new(item.pod)
+                if not isinstance(item, logstreams.Ended):
+                    yield item
+                if isinstance(item, JobSeen) and is_finished(item.job):
+                    break
+            for task in watches:
+                task.cancel()
+            async for line in self._drained():
+                yield line
+        finally:
+            for task in watches:
+                task.cancel()
+            await asyncio.gather(*watches, return_exceptions=True)
+            await self._streams.close()
+
+    async def _read(self) -> tuple[str, str]:
+        """Queue the job's and its pods' current states; the versions to watch them from."""
+        t = self._target
+        job = await self._client.get(t.resource, name=t.name, namespace=t.namespace)
+        pods = await self._client.list(PODS, namespace=t.namespace, label_selector=t.pod_selector)
+        for pod in pods.items:
+            self._queue.put_nowait(PodSeen(pod))
+        self._queue.put_nowait(JobSeen(job))
+        return job["metadata"]["resourceVersion"], pods.resource_version
+
+    async def _pump(self, source: AsyncIterator[Update]) -> None:
+        try:
+            async for item in source:
+                self._queue.put_nowait(item)
+        except Exception as exc:  # a worker's boundary: the consumer re-raises it
+            self._queue.put_nowait(exc)
+
+    async def _job_states(self, since: str) -> AsyncIterator[JobSeen]:
+        t = self._target
+        async for event in watch_from(self._client, t.resource, namespace=t.namespace, since=since):
+            if event.obj["metadata"].get("name") != t.name:
+                continue
+            if event.type == "DELETED":
+                raise errors.NotFoundError(
+                    f"{t.resource.kind} {t.namespace}/{t.name} was deleted before it finished",
+                    status=404,
+                    reason="NotFound",
+                )
+            yield JobSeen(event.obj)
+
+    async def _pod_states(self, since: str) -> AsyncIterator[PodSeen]:
+        t = self._target
+        events = watch_from(
+            self._client, PODS, namespace=t.namespace, since=since, label_selector=t.pod_selector
+        )
+        async for event in events:
+            if event.type != "DELETED":
+                yield PodSeen(event.obj)
+
+    async def _drained(self) -> AsyncIterator[logstreams.Line]:
+        """Follow the instances the pod watch had not reached; the lines of every stream until
+        all have ended or ``drain`` seconds have passed, whichever is first."""
+        t = self._target
+        pods = await self._client.list(PODS, namespace=t.namespace, label_selector=t.pod_selector)
+        for pod in pods.items:
+            self._streams.open_new(pod)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._drain
+        while self._streams.reading or not self._queue.empty():
+            try:
+                item = await asyncio.wait_for(self._queue.get(), deadline - loop.time())
+            except TimeoutError:
+                break
+            if isinstance(item, logstreams.Line):
+                yield item
+        await self._streams.close()
+        while not self._queue.empty():
+            if isinstance(item := self._queue.get_nowait(), logstreams.Line):
+                yield item
+
+
+async def watch_from(
+    client: HttpClient, resource: Resource, *, namespace: str, since: str, label_selector: str = ""
+) -> AsyncIterator[WatchEvent]:
+    """Every change from ``since`` on: a watch resumed from the last version seen when the
+    server ends it; after a 410 a fresh list stands in for the changes missed (an object that
+    is no longer listed comes as DELETED)."""
+    version, known = since, set[str]()
     while True:
         try:
-            async for event in _job_events(client, resource, meta, version):
-                if event.get("metadata", {}).get("name") != meta["name"]:
-                    continue
-                version = event["metadata"]["resourceVersion"]
-                for condition in (event.get("status") or {}).get("conditions") or []:
-                    key = (condition["type"], condition["status"], condition.get("reason", ""))
-                    if key not in seen:
-                        seen.add(key)
-                        reporter.condition(condition)
-                if is_finished(event):
-                    return event
+            async for event in client.watch(
+                resource,
+                namespace=namespace,
+                label_selector=label_selector,
+                resource_version=version,
+            ):
+                meta = event.obj.get("metadata") or {}
+                version = meta.get("resourceVersion") or version
+                if event.type != "BOOKMARK":
+                    (known.discard if event.type == "DELETED" else known.add)(meta.get("name", ""))
+                    yield event
         except errors.GoneError:
-            version = ""  # resume from now; conditions already reported are remembered
-
-
-async def _job_events(
-    client: HttpClient, resource: Resource, meta: dict[str, Any], version: str
-) -> AsyncIterator[Obj]:
-    """The job's states from ``version`` on (from a fresh read when ``version`` is empty)."""
-    namespace = meta.get("namespace")
-    if not version:
-        current = await client.get(resource, name=meta["name"], namespace=namespace)
-        yield current
-        version = current["metadata"]["resourceVersion"]
-    async for event in client.watch(resource, namespace=namespace, resource_version=version):
-        if event.type in ("ADDED", "MODIFIED"):
-            yield event.obj
-        elif event.type == "DELETED" and event.obj["metadata"]["name"] == meta["name"]:
-            raise errors.TrainopError(f"job {meta['name']} was deleted before it finished")
+            listed = await client.list(resource, namespace=namespace, label_selector=label_selector)
+            version = listed.resource_version
+            names = {item["metadata"]["name"] for item in listed.items}
+            for name in known - names:
+                yield WatchEvent("DELETED", {"metadata": {"name": name, "namespace": namespace}})
+            for item in listed.items:
+                yield WatchEvent("MODIFIED", item)
+            known = names
 
 
 def is_finished(job: Obj) -> bool:
     """Whether a raw job has ``Succeeded`` or ``Failed`` true."""
     conditions = (job.get("status") or {}).get("conditions") or []
     return any(c["type"] in (SUCCEEDED, FAILED) and c["status"] == "True" for c in conditions)
-
-
-class _Followers:
-    """One log follower per container instance of the job's pods."""
-
-    def __init__(self, client: HttpClient, *, name: str, reporter: Reporter) -> None:
-        self._client = client
-        self._job = name
-        self._reporter = reporter
-        self._started: set[tuple[str, str, int]] = set()
-        self._tasks: list[asyncio.Task[None]] = []
-        self.fatal: Outcome | None = None
-        self._unschedulable: set[str] = set()
-
-    async def watch(self, namespace: str, since: str) -> None:
-        async for event in self._client.watch(
-            PODS, namespace=namespace, label_selector=self._selector, resource_version=since
-        ):
-            if event.type in ("ADDED", "MODIFIED"):
-                self._follow_new_instances(event.obj)
-                self._report_unschedulable(event.obj)
-                self.fatal = self.fatal or self._fatal(event.obj)
-                if self.fatal is not None:
-                    return
-
-    def _report_unschedulable(self, pod: Obj) -> None:
-        """Say once per message why a replica waits for the local scheduler (a job whose
-        replicas never fit would otherwise wait in silence)."""
-        for condition in (pod.get("status") or {}).get("conditions") or []:
-            if condition.get("type") != "PodScheduled" or condition.get("status") != "False":
-                continue
-            replica = pod["metadata"]["name"].removeprefix(f"{self._job}-")
-            message = f"{replica}: {condition.get('message') or condition.get('reason')}"
-            if message not in self._unschedulable:
-                self._unschedulable.add(message)
-                self._reporter.condition(
-                    {
-                        "type": "PodScheduled",
-                        "status": "False",
-                        "reason": condition.get("reason", ""),
-                        "message": message,
-                    }
-                )
-
-    def _fatal(self, pod: Obj) -> Outcome | None:
-        status = pod.get("status") or {}
-        for container in [
-            *status.get("initContainerStatuses", []),
-            *status.get("containerStatuses", []),
-        ]:
-            states = [  # a start failure is lastState while its container backs off
-                *(container.get("lastState") or {}).values(),  # the runtime's own reason first
-                *(container.get("state") or {}).values(),
-            ]
-            for state in states:
-                if isinstance(state, dict) and state.get("reason") in FATAL_REASONS:
-                    replica = self._label(pod, container["name"])
-                    message = f"{replica}: {state.get('message') or state['reason']}"
-                    return Outcome(False, message, replica, state.get("exitCode"), state["reason"])
-        return None
-
-    async def catch_up(self, namespace: str) -> None:
-        """Follow container instances the watch had not reached when the job finished."""
-        pods = await self._client.list(PODS, namespace=namespace, label_selector=self._selector)
-        for pod in pods.items:
-            self._follow_new_instances(pod)
-
-    @property
-    def _selector(self) -> str:
-        return f"{JOB_NAME_LABEL}={self._job}"
-
-    def _follow_new_instances(self, pod: Obj) -> None:
-        meta = pod["metadata"]
-        for status in (pod.get("status") or {}).get("containerStatuses") or []:
-            state = status.get("state") or {}
-            if "running" not in state and "terminated" not in state:
-                continue
-            instance = (meta["uid"], status["name"], int(status.get("restartCount") or 0))
-            if instance not in self._started:
-                self._started.add(instance)
-                label = self._label(pod, status["name"])
-                task = self._stream(meta["name"], meta.get("namespace", "default"), status, label)
-                self._tasks.append(asyncio.create_task(task))
-
-    def _label(self, pod: Obj, container: str) -> str:
-        replica = pod["metadata"]["name"].removeprefix(f"{self._job}-")
-        containers = (pod.get("spec") or {}).get("containers") or []
-        first = containers[0].get("name") if containers else container
-        return replica if container == first else f"{replica}/{container}"
-
-    async def _stream(self, pod: str, namespace: str, status: Obj, label: str) -> None:
-        with contextlib.suppress(errors.ApiError):
-            async for line in self._client.stream_log(
-                name=pod, namespace=namespace, container=status["name"], follow=True
-            ):
-                self._reporter.log(label, line)
-
-    async def drain(self, seconds: float) -> None:
-        """Let followers finish the output of containers that ended; stop the rest."""
-        if self._tasks:
-            _, pending = await asyncio.wait(self._tasks, timeout=seconds)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-
-
-async def _outcome(client: HttpClient, job: Obj) -> Outcome:
-    conditions = (job.get("status") or {}).get("conditions") or []
-    last = conditions[-1] if conditions else {}
-    if any(c["type"] == SUCCEEDED and c["status"] == "True" for c in conditions):
-        return Outcome(True, str(last.get("message", "")))
-    meta = job["metadata"]
-    selector = f"{JOB_NAME_LABEL}={meta['name']}"
-    pods = await client.list(PODS, namespace=meta.get("namespace"), label_selector=selector)
-    failed = _first_failure(pods.items)
-    message = str(last.get("message", "the job failed"))
-    if failed is None:
-        return Outcome(False, message)
-    replica, code, reason = failed
-    return Outcome(False, message, replica.removeprefix(f"{meta['name']}-"), code, reason)
-
-
-def _first_failure(pods: list[Obj]) -> tuple[str, int, str] | None:
-    """The earliest container that ended non-zero (current or previous instance)."""
-    found: list[tuple[str, str, int, str]] = []
-    for pod in pods:
-        for status in (pod.get("status") or {}).get("containerStatuses") or []:
-            for state in (status.get("state") or {}, status.get("lastState") or {}):
-                ended = state.get("terminated")
-                if ended and ended.get("exitCode", 0) != 0:
-                    when = str(ended.get("finishedAt") or "")
-                    found.append(
-                        (
-                            when,
-                            pod["metadata"]["name"],
-                            ended["exitCode"],
-                            ended.get("reason", "Error"),
-                        )
-                    )
-    if not found:
-        return None
-    _, name, code, reason = min(found)
-    return name, int(code), str(reason)

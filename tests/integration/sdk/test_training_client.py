@@ -11,19 +11,21 @@ from pathlib import Path
 import pytest
 
 from tests.integration.sdk.jobs import ALL_KINDS, LAYOUTS, printing_job
+from tests.polling import wait_for
 from trainop import errors
-from trainop.sdk import JobFailedError, TrainingClient, WaitTimeoutError
+from trainop.api.kinds import kind_info
+from trainop.sdk import Container, JobFailedError, TrainingClient, WaitTimeoutError, build_job
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def until_gone(client: TrainingClient, name: str, kind: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if name not in [job.metadata.name for job in client.list_jobs(job_kind=kind)]:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{kind} {name} still listed after {timeout}s")
+    wait_for(
+        lambda: name not in [job.metadata.name for job in client.list_jobs(job_kind=kind)],
+        timeout=timeout,
+        what=f"{kind} {name} no longer listed",
+        interval=0.1,
+    )
 
 
 @pytest.mark.parametrize("kind", ALL_KINDS)
@@ -110,6 +112,53 @@ def test_following_logs_prints_prefixed_lines_and_ends_with_the_job(
     assert logs[f"{name}-worker-0"] == "step 0\nstep 1\nstep 2"
     assert f"[Pod {name}-worker-0]: step 2" in capsys.readouterr().out
     client.delete_job(name)
+
+
+def test_following_logs_reads_each_instance_of_a_container_restarted_in_place(
+    client: TrainingClient, name: str, tmp_path: Path
+) -> None:
+    # the first run fails, the kubelet restarts the container in place (restartCount 1, after
+    # its back-off), the second succeeds: one stream per instance, so both runs' lines, once
+    marker = tmp_path / "ran"
+    code = (
+        "import pathlib, sys\n"
+        f"marker = pathlib.Path({str(marker)!r})\n"
+        "first = not marker.exists(); marker.touch()\n"
+        "print('run', 1 if first else 2, flush=True)\n"
+        "sys.exit(1 if first else 0)"
+    )
+    manifest = build_job(
+        info=kind_info("PyTorchJob"),
+        name=name,
+        replicas={"Master": 1},
+        container=Container(image="python:3.11", command=[sys.executable, "-c", code]),
+        restart_policy="OnFailure",
+    )
+    client.create_job(manifest)
+    logs, _ = client.get_job_logs(name, follow=True)
+
+    assert client.is_job_succeeded(name)
+    assert logs == {f"{name}-master-0": "run 1\nrun 2"}
+    pod = client.get_job_pods(name)[0]
+    assert pod["status"]["containerStatuses"][0]["restartCount"] == 1
+    client.delete_job(name)
+
+
+def test_following_logs_of_a_job_deleted_meanwhile_ends_with_not_found(
+    client: TrainingClient, name: str
+) -> None:
+    code = "import time; print('up', flush=True); time.sleep(120)"
+    client.create_job(printing_job("PyTorchJob", name, code=code))
+    seen: list[str] = []
+
+    def follow_and_delete_at_the_first_line() -> None:
+        for _, line in client.iter_job_logs(name, is_master=True, follow=True, timeout=60):
+            seen.append(line)
+            client.delete_job(name)
+
+    with pytest.raises(errors.NotFoundError, match="deleted"):
+        follow_and_delete_at_the_first_line()
+    assert seen == ["up"]
 
 
 def test_an_upstream_script_runs_with_only_the_import_changed(kubeconfig: Path) -> None:
