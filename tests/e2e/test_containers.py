@@ -660,9 +660,9 @@ def _with_a_fake_gpu(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def _skip_where_the_machine_has_a_cdi_spec() -> None:
-    from trainop.cluster.kubelet.runtimes import containers
+    from trainop.cluster.kubelet.runtimes import cdi
 
-    if "0" in containers.cdi_devices("nvidia.com/gpu"):
+    if "0" in cdi.cdi_devices("nvidia.com/gpu"):
         pytest.skip("this machine has a CDI spec for nvidia.com/gpu=0 of its own")
 
 

@@ -23,12 +23,8 @@ from tests.integration.cluster.kubelet.harness import Local, pod, run_local
 from tests.integration.cluster.kubelet.test_exec import TTY_LINE, _attach, attach_write
 from trainop.cluster.kubelet.runtimes import containercli
 from trainop.cluster.kubelet.runtimes.containercli import Cli
-from trainop.cluster.kubelet.runtimes.containers import (
-    HOLDER_LABEL,
-    POD_LABEL,
-    SESSION_LABEL,
-    ContainerRuntime,
-)
+from trainop.cluster.kubelet.runtimes.containers import ContainerRuntime
+from trainop.cluster.kubelet.runtimes.options import HOLDER_LABEL, POD_LABEL, SESSION_LABEL
 from trainop.local import runtimes
 
 IMAGE = "localhost/trainop-debian-py:12"

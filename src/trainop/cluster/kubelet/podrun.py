@@ -57,7 +57,7 @@ from trainop.cluster.kubelet.environment import ConfigError, Node, Sources
 from trainop.cluster.kubelet.logfiles import LogFiles, pump
 from trainop.cluster.kubelet.podstate import ContainerState, PodState
 from trainop.cluster.kubelet.reaper import Reaper
-from trainop.cluster.kubelet.runtimes import runtime
+from trainop.cluster.kubelet.runtimes import host, runtime
 from trainop.cluster.kubelet.runtimes.runtime import Launch, Report, Running, StartError
 from trainop.cluster.kubelet.status.render import Termination
 from trainop.kube.client import Client
@@ -140,7 +140,7 @@ class PodRun:
         self._reaper, self._pool, self._now, self._on_change = reaper, pool, now, on_change
         self._clock = clock or LoopClock()
         self._events = events
-        self._runtime = container_runtime or runtime.HostRuntime(reaper)
+        self._runtime = container_runtime or host.HostRuntime(reaper)
         self._ref = PodRef(self.state.namespace, self.state.name, self.state.uid)
         self._init_names = {c.name for c in self.state.init_containers}
         self.lost: list[str] = []  # containers whose process an earlier kubelet lost

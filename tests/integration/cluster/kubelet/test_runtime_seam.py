@@ -18,8 +18,8 @@ from tests.integration.cluster.kubelet.harness import Local, pod, py, run_local
 from trainop.cluster.kubelet import Backoff
 from trainop.cluster.kubelet.exec import execclient
 from trainop.cluster.kubelet.reaper import Reaper
+from trainop.cluster.kubelet.runtimes.host import HostRuntime
 from trainop.cluster.kubelet.runtimes.runtime import (
-    HostRuntime,
     Launch,
     Report,
     Running,

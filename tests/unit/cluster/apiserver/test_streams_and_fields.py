@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from trainop.cluster.apiserver.admission import builtin_fields
-from trainop.cluster.apiserver.streams import portforward, streams
+from trainop.cluster.apiserver.streams import channels, portforward, streams
 from trainop.cluster.kubelet import node
 
 
 def test_exit_codes_become_kubes_statuses() -> None:
-    assert streams._exit_status(0) == {"metadata": {}, "status": "Success"}
-    failed = streams._exit_status(3)
+    assert channels.exit_status(0) == {"metadata": {}, "status": "Success"}
+    failed = channels.exit_status(3)
     assert (failed["status"], failed["reason"]) == ("Failure", "NonZeroExitCode")
     assert failed["details"]["causes"] == [{"reason": "ExitCode", "message": "3"}]
 

@@ -1,4 +1,4 @@
-"""A container's names on the session's network (``containers.network_aliases``): a pod with a
+"""A container's names on the session's network (``network.network_aliases``): a pod with a
 ``subdomain`` is also ``<hostname>.<subdomain>.<ns>.svc``, its record in that headless Service,
 so an MPIJob v2beta1 launcher's ssh resolves its hostfile's names (note 100)."""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from trainop.cluster.kubelet.runtimes import containercli, containers
+from trainop.cluster.kubelet.runtimes import cdi, containercli, containers, images, network, options
 from trainop.cluster.kubelet.runtimes.runtime import Launch, Report, StartError, Target
 from trainop.local import runtimes
 
@@ -31,7 +31,7 @@ ENTRY = {"Entrypoint": ["python3", "/opt/train/ddp.py"], "Cmd": ["--epochs", "1"
 def test_command_and_args_combine_with_the_image_as_kubelet_does(
     command: list[str], args: list[str], expected: list[str]
 ) -> None:
-    assert containers.combine(ENTRY, command=command, args=args) == expected
+    assert images.combine(ENTRY, command=command, args=args) == expected
 
 
 @pytest.mark.parametrize(
@@ -47,7 +47,7 @@ def test_command_and_args_combine_with_the_image_as_kubelet_does(
     ],
 )
 def test_pull_policy_defaults_as_the_api_server_does(spec: dict[str, str], policy: str) -> None:
-    assert containers.pull_policy(spec) == policy
+    assert images.pull_policy(spec) == policy
 
 
 def test_volume_mounts_bind_the_sandbox_directories_at_their_mount_paths(tmp_path: Path) -> None:
@@ -58,7 +58,7 @@ def test_volume_mounts_bind_the_sandbox_directories_at_their_mount_paths(tmp_pat
         ]
     }
     launch = _launch(tmp_path, spec, volumes={"data": tmp_path / "d", "conf": tmp_path / "c"})
-    assert containers.mounts(launch) == [
+    assert options.mounts(launch) == [
         f"type=bind,source={tmp_path / 'd'},destination=/data",
         f"type=bind,source={tmp_path / 'c' / 'x'},destination=/etc/app,ro=true",
     ]
@@ -73,7 +73,7 @@ def test_a_mount_path_is_one_option_whatever_it_holds(tmp_path: Path, path: str)
     (read back as the CSV both runtimes parse), and plain paths stay unquoted."""
     spec = {"volumeMounts": [{"name": "data", "mountPath": path, "readOnly": True}]}
     launch = _launch(tmp_path, spec, volumes={"data": tmp_path / "d"})
-    (value,) = containers.mounts(launch)
+    (value,) = options.mounts(launch)
     assert next(csv.reader([value])) == [
         "type=bind",
         f"source={tmp_path / 'd'}",
@@ -86,20 +86,20 @@ def test_a_mount_path_is_one_option_whatever_it_holds(tmp_path: Path, path: str)
 
 def test_resource_limits_become_container_limits() -> None:
     both = ["--memory", "67108864", "--cpus", "1.500"]
-    assert containers.limits(LIMITED) == (both, [])  # controllers unknown: every flag
-    assert containers.limits(LIMITED, {"cpu", "memory", "pids"}) == (both, [])
-    assert containers.limits({"resources": {"requests": {"cpu": "1"}}}) == ([], [])
+    assert options.limits(LIMITED) == (both, [])  # controllers unknown: every flag
+    assert options.limits(LIMITED, {"cpu", "memory", "pids"}) == (both, [])
+    assert options.limits({"resources": {"requests": {"cpu": "1"}}}) == ([], [])
 
 
 def test_a_limit_whose_cgroup_controller_is_missing_is_a_warning_not_a_flag() -> None:
-    words, warnings = containers.limits(LIMITED, {"cpu", "pids"})
+    words, warnings = options.limits(LIMITED, {"cpu", "pids"})
     assert words == ["--cpus", "1.500"]
     assert [w.reason for w in warnings] == ["ResourceLimitsIgnored"]
     assert warnings[0].message == (
         "limits.memory 64Mi is not applied: podman cannot use the cgroup memory controller "
         "on this machine (usable controllers: cpu, pids); the container runs without this limit"
     )
-    words, warnings = containers.limits(LIMITED, set())
+    words, warnings = options.limits(LIMITED, set())
     assert words == []
     assert [w.message.split(" is ")[0] for w in warnings] == [
         "limits.memory 64Mi",
@@ -255,14 +255,14 @@ def test_the_containers_of_a_pod_share_one_holders_network_and_hostname(
 def test_without_a_pause_binary_each_container_keeps_an_identity_of_its_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(containers, "find_pause_binary", lambda: None)
+    monkeypatch.setattr(images, "find_pause_binary", lambda: None)
     runtime, log = _networked(tmp_path, pause_exists=False)
     reports: list[tuple[str, str, str]] = []
     assert _start_both(runtime, tmp_path, reports) == ""  # no address of its own
     calls = log.read_text()
     assert " run --detach " not in calls
     assert calls.count("--network trainop-s1 --network-alias job-master-0") == 2
-    warned = [r for r in reports if r[1] == containers.POD_NOT_SHARED]
+    warned = [r for r in reports if r[1] == network.POD_NOT_SHARED]
     assert warned == [
         (
             "Warning",
@@ -279,7 +279,7 @@ def test_the_pause_image_is_imported_once_from_the_machines_catatonit(
     binary = tmp_path / "catatonit"
     binary.write_bytes(b"\x7fELF static")
     binary.chmod(0o700)
-    monkeypatch.setattr(containers, "find_pause_binary", lambda: binary)
+    monkeypatch.setattr(images, "find_pause_binary", lambda: binary)
     runtime, log = _networked(tmp_path, pause_exists=False)
     _start_both(runtime, tmp_path, [])
     imports = [line for line in log.read_text().splitlines() if " import " in f" {line} "]
@@ -293,7 +293,7 @@ def test_a_pod_of_one_container_without_a_holder_warns_of_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Nothing to share: no Warning; the container has the pod's identity itself."""
-    monkeypatch.setattr(containers, "find_pause_binary", lambda: None)
+    monkeypatch.setattr(images, "find_pause_binary", lambda: None)
     runtime, log = _networked(tmp_path, pause_exists=False)
     spec = {"name": "pytorch", "image": "img:1", "command": ["true"]}
     one = {"containers": [spec]}
@@ -376,11 +376,11 @@ def _recorder(reports: list[tuple[str, str, str]]) -> Report:
 def test_durations_print_as_go_prints_them_truncated_to_milliseconds(
     seconds: float, shown: str
 ) -> None:
-    assert containers.go_duration(seconds) == shown
+    assert images.go_duration(seconds) == shown
 
 
 def test_a_pull_is_reported_as_kubelet_words_it() -> None:
-    assert containers.pulled_message("busybox:1", 1.5, 4_300_000) == (
+    assert images.pulled_message("busybox:1", 1.5, 4_300_000) == (
         'Successfully pulled image "busybox:1" in 1.5s (1.5s including waiting). '
         "Image size: 4300000 bytes."
     )
@@ -493,13 +493,13 @@ devices:
 
 
 def test_held_gpus_become_cdi_device_options_and_none_become_none() -> None:
-    assert containers.device_options(("0", "2")) == [
+    assert cdi.device_options(("0", "2")) == [
         "--device",
         "nvidia.com/gpu=0",
         "--device",
         "nvidia.com/gpu=2",
     ]
-    assert containers.device_options(()) == []
+    assert cdi.device_options(()) == []
 
 
 def test_a_run_passes_the_devices_it_holds_and_nothing_else(tmp_path: Path) -> None:
@@ -520,10 +520,10 @@ def test_cdi_devices_are_read_from_the_specs_of_their_kind(tmp_path: Path) -> No
     )
     (etc / "broken.yaml").write_text("kind: [unclosed")
     (etc / "notes.txt").write_text(CDI_SPEC.replace('"0"', '"5"'))  # not a spec file name
-    assert containers.cdi_devices("nvidia.com/gpu", (etc, run)) == {"0", "all"}
-    assert containers.cdi_devices("acme.com/fpga", (etc, run)) == {"7"}
-    containers.check_devices(("0",), (etc, run))  # defined: no error
-    containers.check_devices((), (run,))  # nothing held: nothing to check
+    assert cdi.cdi_devices("nvidia.com/gpu", (etc, run)) == {"0", "all"}
+    assert cdi.cdi_devices("acme.com/fpga", (etc, run)) == {"7"}
+    cdi.check_devices(("0",), (etc, run))  # defined: no error
+    cdi.check_devices((), (run,))  # nothing held: nothing to check
 
 
 def test_a_held_gpu_without_a_cdi_spec_is_a_start_error_that_names_the_fix(
@@ -533,7 +533,7 @@ def test_a_held_gpu_without_a_cdi_spec_is_a_start_error_that_names_the_fix(
     etc.mkdir()
     (etc / "nvidia.yaml").write_text(CDI_SPEC)
     with pytest.raises(StartError) as caught:
-        containers.check_devices(("0", "1"), (etc, tmp_path / "run"))
+        cdi.check_devices(("0", "1"), (etc, tmp_path / "run"))
     assert (caught.value.reason, caught.value.waiting) == (
         "ContainerCannotRun",
         "CreateContainerError",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from trainop import errors
-from trainop.cluster.kubelet.runtimes import containercli, containers
+from trainop.cluster.kubelet.runtimes import containercli, containers, options
 from trainop.cluster.kubelet.runtimes.runtime import Launch, StartError, Target
 from trainop.local import runtimes
 
@@ -204,7 +204,7 @@ def test_a_docker_run_is_the_podman_run_but_for_the_dialects_words(
     assert not any(line.split()[0] in ("create", "init", "pull") for line in calls)
     assert "--runtime" not in run
     assert run.endswith("--entrypoint=python3 -- img:1 --fast")
-    assert calls[-1] == f"rm -f {containers.container_name('s1', TARGET)}"
+    assert calls[-1] == f"rm -f {options.container_name('s1', TARGET)}"
     assert exec_argv == [docker.binary, "exec", "-i", runtime_name(), "hostname"]
 
     podman = containercli.Podman(tmp_path / "podman")
@@ -216,7 +216,7 @@ def test_a_docker_run_is_the_podman_run_but_for_the_dialects_words(
 
 
 def runtime_name() -> str:
-    return containers.container_name("s1", TARGET)
+    return options.container_name("s1", TARGET)
 
 
 def test_a_missing_image_under_docker_is_err_image_pull_with_the_daemons_message(

@@ -265,6 +265,12 @@ def podman_listing(found: Any, key: str, labels: str) -> list[tuple[str, Mapping
     return [(k, o.get(labels) or {}) for k, o in _objects(found, key)]
 
 
+def first_object(found: Any) -> Mapping[str, Any]:
+    """The first object of an ``inspect`` answer (a JSON array), {} when there is none."""
+    first = found[0] if isinstance(found, list) and found else None
+    return first if isinstance(first, dict) else {}
+
+
 def _objects(found: Any, key: str) -> list[tuple[str, Mapping[str, Any]]]:
     """The objects of a JSON array that have a non-empty ``key``, with its value."""
     if not isinstance(found, list):

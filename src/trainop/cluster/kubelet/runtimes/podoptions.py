@@ -16,7 +16,7 @@ Values are the API server's to validate: here they are only mapped.
 
 DNS (``dns_options``), only on the session's network: kubelet's search path for a cluster
 pod, ``<ns>.svc.cluster.local svc.cluster.local cluster.local``, is ``<ns>.svc svc`` here, the
-suffixes the network's aliases have (``containers.network_aliases``), so ``<pod>``,
+suffixes the network's aliases have (``network.network_aliases``), so ``<pod>``,
 ``<pod>.<ns>``, ``<hostname>.<subdomain>`` resolve as on a cluster; ``dnsConfig`` adds its
 ``searches`` (one ending in ``.svc.cluster.local`` is used without ``.cluster.local``, the
 same name here), ``nameservers`` (after the network's DNS server) and ``options``.

@@ -5,29 +5,24 @@ env, logs, status, events, recovery records) lives in ``podrun`` and is shared b
 runtime; a runtime only turns a resolved ``Launch`` into a running thing and back into an
 exit. Two implementations:
 
-- ``HostRuntime`` (here): the container is a host process group (``processes``), today's
+- ``host.HostRuntime``: the container is a host process group (``processes``), today's
   process kubelet;
 - ``containers.ContainerRuntime``: the container is an OCI container run by Podman or Docker.
 
-A start that fails raises ``StartError`` with the terminated reason (``StartError``,
-``ContainerCannotRun``, ``ErrImagePull`` ...) and the waiting reason kubelet shows right after
-it (``RunContainerError``, ``CreateContainerError``, ``ErrImagePull`` ...).
+Both make a container's stdio the same way (``stdio``). A start that fails raises
+``StartError`` with the terminated reason (``StartError``, ``ContainerCannotRun``,
+``ErrImagePull`` ...) and the waiting reason kubelet shows right after it
+(``RunContainerError``, ``CreateContainerError``, ``ErrImagePull`` ...). This module holds
+only types and protocols: no I/O.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import pty
-import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
-
-from trainop.cluster.kubelet.reaper import Reaper
-from trainop.cluster.kubelet.runtimes import processes
 
 Raw = dict[str, Any]
 NO_COMMAND = "images are not pulled in local mode: a container needs an explicit command"
@@ -202,201 +197,3 @@ class Runtime(Protocol):
         """The pod ``uid`` has ended (every container of it finished or was stopped):
         free what the runtime held for the pod as a whole (its network holder)."""
         ...
-
-
-class Stdio:
-    """A container's stdio, made before its process starts (``stdin``/``tty`` of the spec).
-
-    ``tty: true``: a pseudo terminal is the process's stdin, stdout and stderr; the kubelet
-    keeps its master side (the output read from it, a copy written by ``attach -i``).
-    ``stdin: true`` alone: a pipe whose write end the kubelet keeps for ``attach -i``.
-    Neither: stdin is /dev/null, stdout and stderr pipes. The process is the container's own
-    (host runtime) or the runtime's client that relays its stdio (``podman run -i [-t]``)."""
-
-    def __init__(self, spec: Raw) -> None:
-        self.tty = spec.get("tty") is True
-        self.stdin = self.tty or spec.get("stdin") is True
-        self._mine, self._theirs = -1, -1
-        if self.tty:
-            self._mine, self._theirs = pty.openpty()
-        elif self.stdin:
-            self._theirs, self._mine = os.pipe()
-
-    def streams(self) -> tuple[int | None, int | None, int | None]:
-        """``processes.start``'s ``stdin``, ``stdout`` and ``stderr`` (None: its default)."""
-        theirs = self._theirs if self._theirs >= 0 else None
-        return theirs, theirs if self.tty else None, theirs if self.tty else None
-
-    def started(self) -> tuple[int, tuple[asyncio.StreamReader, asyncio.StreamReader] | None]:
-        """After the process started: close its ends here; the kubelet's stdin end and, with a
-        terminal, the (stdout, stderr) readers of it (its stderr empty: one stream)."""
-        self._close_theirs()
-        if not self.tty:
-            return self._mine, None
-        empty = asyncio.StreamReader()
-        empty.feed_eof()
-        return os.dup(self._mine), (_terminal_reader(self._mine), empty)
-
-    def failed(self) -> None:
-        """The process could not be started: close everything."""
-        self._close_theirs()
-        if self._mine >= 0:
-            os.close(self._mine)
-            self._mine = -1
-
-    def _close_theirs(self) -> None:
-        if self._theirs >= 0:
-            os.close(self._theirs)
-            self._theirs = -1
-
-
-class StdioRun:
-    """What every ``Running`` whose stdio is one local process's shares: its pid, output
-    streams (pipes, or a terminal's readers) and the kubelet's end of its stdin (``Stdio``)."""
-
-    def __init__(self, process: asyncio.subprocess.Process, stdio: Stdio) -> None:
-        self._process = process
-        self.stdin_fd, self._terminal = stdio.started()
-
-    @property
-    def pid(self) -> int:
-        return self._process.pid
-
-    @property
-    def stdout(self) -> asyncio.StreamReader:
-        if self._terminal is not None:
-            return self._terminal[0]
-        assert self._process.stdout is not None
-        return self._process.stdout
-
-    @property
-    def stderr(self) -> asyncio.StreamReader:
-        if self._terminal is not None:
-            return self._terminal[1]
-        assert self._process.stderr is not None
-        return self._process.stderr
-
-    def close_stdin(self) -> None:
-        """Close the kubelet's end of the container's stdin: the container reads end-of-file
-        once no attach holds it either (``stdinOnce``, or the run ended)."""
-        if self.stdin_fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self.stdin_fd)
-            self.stdin_fd = -1
-
-
-class HostProcess(StdioRun):
-    """A container run as a host process group."""
-
-    warnings: tuple[StartWarning, ...] = ()  # a host process honours what it is given
-
-    def __init__(
-        self,
-        process: asyncio.subprocess.Process,
-        reaper: Reaper,
-        stdio: Stdio,
-        *,
-        container_id: str = "",
-    ) -> None:
-        super().__init__(process, stdio)
-        self._reaper = reaper
-        self.container_id = container_id
-        self._oom_before = processes.oom_kills()
-        reaper.watch(process.pid)
-
-    async def wait(self) -> int:
-        return await self._process.wait()
-
-    def signal(self, signum: int) -> bool:
-        return processes.signal_group(self._process.pid, signum)
-
-    async def finish(self) -> None:
-        processes.signal_group(self._process.pid, signal.SIGKILL)  # what the process left behind
-        self._reaper.forget(self._process.pid)
-        self.close_stdin()
-
-    async def outcome(self, returncode: int, *, killed_by_kubelet: bool) -> tuple[int, str]:
-        reason = processes.reason(
-            returncode, killed_by_kubelet=killed_by_kubelet, oom_before=self._oom_before
-        )
-        return processes.exit_code(returncode), reason
-
-    def exec_argv(self, command: list[str], *, tty: bool) -> tuple[list[str], int]:
-        return command, self._process.pid
-
-
-class HostRuntime:
-    """Containers as host processes (the process kubelet, ``processes``)."""
-
-    def __init__(self, reaper: Reaper) -> None:
-        self._reaper = reaper
-
-    @property
-    def addresses_by_name(self) -> bool:
-        return False
-
-    async def open(self) -> None:
-        """Nothing to prepare: the reaper watches the processes."""
-
-    async def close(self) -> None:
-        """Nothing left: every process group was killed with its pod."""
-
-    async def prepare(self, target: Target, pod_spec: Mapping[str, Any], report: Report) -> str:
-        """Nothing to make: a pod's processes have the host's network and address."""
-        del target, pod_spec, report
-        return ""
-
-    async def release(self, uid: str) -> None:
-        """Nothing held per pod: a pod's processes share the host's network."""
-
-    async def start(
-        self, target: Target, launch: Launch, env: Mapping[str, str], report: Report = no_report
-    ) -> Running:
-        del report  # no image: nothing to pull
-        if not launch.argv:
-            raise StartError("ContainerCannotRun", "CreateContainerError", NO_COMMAND)
-        stdio = Stdio(launch.spec)
-        stdin, stdout, stderr = stdio.streams()
-        try:
-            process = await processes.start(
-                launch.argv,
-                env=env,
-                cwd=launch.cwd,
-                stdin=stdin,
-                stdout=stdout,
-                stderr=stderr,
-                watch_fd=self._reaper.fileno,
-            )
-        except OSError as exc:
-            stdio.failed()
-            message = processes.describe_start_error(launch.argv, exc)
-            raise StartError("StartError", "RunContainerError", message) from exc
-        # no runtime id: the run is named by its pod, container and restart count (unique,
-        # and what the recovery record and the log file of the run are named by too)
-        run_id = f"process://{target.uid}/{target.container}/{target.restart}"
-        return HostProcess(process, self._reaper, stdio, container_id=run_id)
-
-
-def _terminal_reader(fd: int) -> asyncio.StreamReader:
-    """A reader of a terminal's master side: end-of-file once every slave user is gone (EIO),
-    when the descriptor is closed too."""
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader()
-    os.set_blocking(fd, False)
-
-    def readable() -> None:
-        try:
-            data = os.read(fd, 65536)
-        except BlockingIOError:
-            return
-        except OSError:  # EIO: the last process using the terminal is gone
-            data = b""
-        if data:
-            reader.feed_data(data)
-            return
-        loop.remove_reader(fd)
-        os.close(fd)
-        reader.feed_eof()
-
-    loop.add_reader(fd, readable)
-    return reader
