@@ -1,5 +1,8 @@
 """The job's children in a running pass: PodGroup, extra objects, pods and Services.
 
+Extra objects are the ones the plugin's capabilities need (``exec_access``, ``config_files``)
+and its own ``extra_objects``; each carries the job's labels (and the plugin's ``name_label``).
+
 Each ``sync_*`` compares what should exist with what was observed and appends the difference:
 missing objects are created, changed PodGroups and extra objects updated, pods and Services of
 indexes at or beyond ``replicas`` deleted (scale-down). Replicas are created in the plugin's
@@ -8,7 +11,7 @@ creation order. Bodies come from ``desired`` (and ``gang.decorate`` under gang s
 
 from __future__ import annotations
 
-from trainop.engine import desired, gang, naming
+from trainop.engine import config_files, desired, exec_access, gang, naming
 from trainop.engine.actions import Create, Delete, Event, Update, Wire
 from trainop.engine.draft import Draft, delete_pod
 from trainop.engine.observed import name_of
@@ -35,22 +38,40 @@ def _differs(current: object, wanted: Wire) -> bool:
     return any(current.get(key) != value for key, value in wanted.items() if key not in skip)
 
 
-def sync_extra_objects(draft: Draft, options: FrameworkOptions) -> None:
-    """Create the plugin's extra objects that are missing, update those that differ."""
-    rule = draft.framework.extra_objects
-    if rule is None:
-        return
+def _extra_objects(draft: Draft, options: FrameworkOptions) -> list[tuple[Wire, bool]]:
+    """Each extra object and whether one that exists is used as it is: the ``exec_access``
+    account, the ``config_files`` ConfigMap, the account's Role and RoleBinding (upstream's
+    order), then the plugin's ``extra_objects``."""
+    job, framework = draft.job, draft.framework
+    access, files, rule = framework.exec_access, framework.config_files, framework.extra_objects
     running = frozenset(p.name for p in draft.pods if p.phase == "Running" and not p.terminating)
+    found: list[tuple[Wire, bool]] = []
+    if access is not None:
+        found.append((exec_access.service_account(job, access), True))
+    if files is not None:
+        found.append(
+            (config_files.of_job(job, files, running_pods=running, options=options), False)
+        )
+    if access is not None:
+        found += [(obj, False) for obj in exec_access.rbac(job, access)]
+    if rule is not None:
+        found += [(obj, False) for obj in rule(job=job, running_pods=running, options=options)]
+    return found
+
+
+def sync_extra_objects(draft: Draft, options: FrameworkOptions) -> None:
+    """Create the extra objects that are missing, update those that differ."""
     current = {(str(o.get("kind")), name_of(o)): o for o in draft.observed.objects}
-    for obj in rule(job=draft.job, running_pods=running, options=options):
+    labels = naming.job_labels(draft.job, draft.framework)
+    if draft.framework.name_label is not None:
+        labels = {draft.framework.name_label: draft.job.metadata.name or "", **labels}
+    for obj, reuse in _extra_objects(draft, options):
         meta = obj.get("metadata") or {}
         extra = {key: value for key, value in meta.items() if key != "name"}
-        labels = naming.job_labels(draft.job, draft.framework)
         extra["labels"] = {**(meta.get("labels") or {}), **labels}
         body = {**obj, "metadata": naming.owned_metadata(draft.job, meta["name"], **extra)}
         found = current.get((str(obj["kind"]), meta["name"]))
         if found is None:
-            reuse = obj["kind"] in draft.framework.reused_kinds
             draft.actions.append(Create(body, reuse_existing=reuse))
         elif _differs(found, body):
             draft.actions.append(Update(body))

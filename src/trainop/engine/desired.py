@@ -2,9 +2,10 @@
 
 A pod is its replica's template with: the replica's labels (and ``job-role: master`` on the
 primary replica), the template's annotations, a controller owner reference, the framework's env
-appended to the containers it targets, the replica's restart policy (``ExitCode`` → ``Never``)
-and the framework's decorations. A Service is headless, selects exactly one replica's pod and
-exposes the ports of the default container.
+appended to the containers it targets, the replica's restart policy (``ExitCode`` → ``Never``),
+the framework's decorations, then its capabilities' (``exec_access``: the account;
+``config_files``: the files' volume and mount). A Service is headless, selects exactly one
+replica's pod and exposes the ports of the default container.
 
 Invariants: templates are deep-copied, never mutated. Neighbours: ``gang`` decorates pods
 further; ``plan`` decides which of these to create.
@@ -16,7 +17,7 @@ import copy
 from typing import Any
 
 from trainop.api.types import Job
-from trainop.engine import naming
+from trainop.engine import config_files, exec_access, naming
 from trainop.engine.actions import Event, Wire
 from trainop.frameworks.base import (
     Framework,
@@ -80,6 +81,10 @@ def pod(
     body["spec"]["restartPolicy"] = "Never" if policy == "ExitCode" else policy
     if framework.decorate_pod is not None:
         body = framework.decorate_pod(job=job, replica=replica, pod=body, options=options)
+    if framework.exec_access is not None:
+        exec_access.run_as_account(body, job, framework.exec_access, replica.type)
+    if framework.config_files is not None:
+        config_files.mount(body, job, framework.config_files, replica.type)
     return body, events
 
 

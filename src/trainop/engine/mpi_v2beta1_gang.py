@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainop.api import mpi_v2beta1 as api
+from trainop.engine import mpi_v2beta1_objects as objects
 from trainop.engine import quantities
 from trainop.engine.gang import GangScheduler
-from trainop.frameworks import mpi_v2beta1 as objects
 
 Wire = dict[str, Any]
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"

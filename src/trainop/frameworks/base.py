@@ -4,9 +4,10 @@ A ``Framework`` references the API layer's ``KindInfo`` (never restating its nam
 defaults) and adds behaviour: the ordered ``primary`` replica-type preference (which type drives
 Running/Succeeded and carries ``job-role: master``; it replaces upstream's ``IsMasterRole``),
 an ``env`` rule, and optional capabilities: ``succeeded`` (an extra success rule),
-``tolerates_failure``, ``validate``, ``extra_objects`` (MPI ConfigMap, elastic HPA) and
-``decorate_pod`` (init containers, volumes). The engine (``trainop.engine``) does everything
-else once for every kind.
+``tolerates_failure``, ``validate``, ``extra_objects`` (the elastic HPA), ``decorate_pod``
+(init containers) and, as data the engine renders, ``config_files`` (files in a ConfigMap,
+mounted) and ``exec_access`` (a replica that execs into its peers). The engine
+(``trainop.engine``) does everything else once for every kind.
 
 Invariants: plugins are pure functions of their arguments; they never mutate a mapping they are
 given and never do I/O. Neighbours: ``topology`` (addresses), ``registry`` (kind → plugin).
@@ -17,7 +18,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping as AbstractMapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from trainop.api import validation
 from trainop.api.kinds import KindInfo
@@ -97,7 +98,7 @@ class FrameworkOptions:
     mpi_kubectl_delivery: bool = True
     mpi_launcher_env: tuple[tuple[str, str], ...] = ()
     # MPIJob v2beta1: the remote shell its launcher's MPI uses instead of the image's ssh
-    # (empty: ssh, as on a cluster; local mode: ``local.kubelet.sshclient``).
+    # (empty: ssh, as on a cluster; local mode: ``cluster.kubelet.exec.sshclient``).
     mpi_ssh_command: str = ""
     # ... except for a job whose workers run sshd (``mpi_v2beta1.workers_run_sshd``): its
     # launcher keeps the image's ssh. True only where pods reach each other by name (a
@@ -196,6 +197,54 @@ class PodDecorator(Protocol):
         ...
 
 
+class FilesRule(Protocol):
+    def __call__(
+        self, *, job: Job, running_pods: frozenset[str], options: FrameworkOptions
+    ) -> dict[str, str]:
+        """The contents of the job's files by file name (the ConfigMap's data)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigFiles:
+    """Files the replicas read (MPI's hostfile and scripts): the engine keeps ``render``'s
+    files in the ConfigMap ``<job>-config`` and mounts, in the first container of each replica
+    type in ``items``, those files (with their modes) as volume ``volume`` at ``mount_path``."""
+
+    KINDS: ClassVar[tuple[tuple[str, str], ...]] = (("v1", "ConfigMap"),)
+
+    render: FilesRule
+    volume: str
+    mount_path: str
+    items: AbstractMapping[str, tuple[tuple[str, int], ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class ExecAccess:
+    """Replica type ``source`` starts processes in the pods of ``target`` through the API
+    (``kubectl exec``: the MPI launcher). The engine runs its pods as a ServiceAccount (the
+    template's, else ``<job>-<source>``; one that exists is used as it is, never reported as
+    foreign) and grants it exec into those pods only (a Role and RoleBinding)."""
+
+    KINDS: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("v1", "ServiceAccount"),
+        ("rbac.authorization.k8s.io/v1", "Role"),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    )
+
+    source: str
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class SshKeys:
+    """A job's SSH key pair (PEM private key, OpenSSH authorized-keys line), for replicas that
+    reach each other over ssh. An input: generating one is random, so the controller does it."""
+
+    private_pem: str
+    public_line: str
+
+
 @dataclass(frozen=True, slots=True)
 class Framework:
     """One framework plugin: API facts by reference, plus its behaviour."""
@@ -211,6 +260,10 @@ class Framework:
     handles: JobFilter | None = None
     extra_objects: ExtraObjects | None = None
     decorate_pod: PodDecorator | None = None
+    config_files: ConfigFiles | None = None
+    exec_access: ExecAccess | None = None
+    # A label whose value is the job's name, on every extra object (upstream MPI's ``app``).
+    name_label: str | None = None
     creates_services: bool = True
     # Replica types with a single, unindexed pod (MPI launcher: ``<job>-launcher``).
     unindexed_types: tuple[str, ...] = ()
@@ -218,18 +271,22 @@ class Framework:
     creation_order: tuple[str, ...] = ()
     # Whether suspending the job deletes its extra objects (the elastic HPA) too.
     deletes_extras_on_suspend: bool = False
-    # (apiVersion, kind) of every object ``extra_objects`` may create, so the controller
-    # knows which resources to watch.
-    extra_kinds: tuple[tuple[str, str], ...] = ()
-    # Kinds of extra objects that, when one of that name exists already (whoever made it), are
-    # used as they are: upstream's launcher ServiceAccount. Never reported as foreign.
-    reused_kinds: tuple[str, ...] = ()
+    # (apiVersion, kind) of every object ``extra_objects`` may create (see ``extra_kinds``).
+    extra_object_kinds: tuple[tuple[str, str], ...] = ()
     # Replica types whose pod events are worded differently (default: ``PodWording()``).
     pod_wording: AbstractMapping[str, PodWording] = field(default_factory=dict)
 
     @property
     def kind(self) -> str:
         return self.info.kind
+
+    @property
+    def extra_kinds(self) -> tuple[tuple[str, str], ...]:
+        """(apiVersion, kind) of every object besides pods and Services the engine may create
+        for this kind (the capabilities' and ``extra_objects``'), which the controller watches."""
+        files = ConfigFiles.KINDS if self.config_files is not None else ()
+        access = ExecAccess.KINDS if self.exec_access is not None else ()
+        return (*files, *access, *self.extra_object_kinds)
 
     def primary_type(self, job: Job) -> str | None:
         """The replica type that drives Running/Succeeded: the first preference present."""
@@ -268,6 +325,11 @@ def replica_name_of(job: Job, replica_type: str, index: int | None) -> str:
     return replica_name(job_name=job.metadata.name or "", replica_type=replica_type, index=index)
 
 
+def replica_names_of(job: Job, replica_type: str) -> list[str]:
+    """The pod names of every indexed replica of ``replica_type``, by index."""
+    return [replica_name_of(job, replica_type, i) for i in range(replicas_of(job, replica_type))]
+
+
 def append_to(mapping: Wire, key: str, items: list[Any]) -> None:
     """Append ``items`` to the list at ``mapping[key]`` (created when absent); for decorators
     working on their own copy."""
@@ -278,22 +340,3 @@ def api_validation_errors(*, job: Job) -> tuple[str, ...]:
     """A ``Validator`` that applies the API layer's rules, for kinds upstream validates in the
     controller rather than in an admission webhook (MPIJob, spec 3.2)."""
     return tuple(str(error) for error in validation.validate(job).errors)
-
-
-def exec_rbac(*, job: Job, metadata: Wire, account: str, pods: list[str]) -> list[Wire]:
-    """A Role and RoleBinding letting ``account`` read pods and exec into ``pods`` only.
-
-    For replicas that start processes inside their peers (the MPI launcher's ``kubectl exec``);
-    both objects get ``metadata`` (name, labels).
-    """
-    rules = [
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-        {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"], "resourceNames": pods},
-    ]
-    subject = {"kind": "ServiceAccount", "name": account, "namespace": job.metadata.namespace}
-    ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": metadata["name"]}
-    head = {"apiVersion": "rbac.authorization.k8s.io/v1", "metadata": metadata}
-    return [
-        {**head, "kind": "Role", "rules": rules},
-        {**head, "kind": "RoleBinding", "subjects": [subject], "roleRef": ref},
-    ]

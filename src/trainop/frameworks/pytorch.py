@@ -9,16 +9,12 @@ Without a Master the job succeeds as soon as one elastic worker succeeded.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-import yaml
-
-from trainop import errors
 from trainop.api import kinds
 from trainop.api.jobs import ElasticPolicy
 from trainop.api.types import Job
-from trainop.frameworks import base
+from trainop.frameworks import base, container_templates
 from trainop.frameworks.base import EnvVar, FrameworkOptions, PodOutcome, Replica, Wire
 from trainop.frameworks.topology import Topology
 
@@ -90,50 +86,12 @@ def succeeded(*, job: Job, pods: tuple[PodOutcome, ...]) -> bool:
     return any(pod.replica.type == "Worker" and pod.phase == "Succeeded" for pod in pods)
 
 
-# Go template actions the template may use: ``{{.Field}}``, with optional spaces and the
-# ``{{-``/``-}}`` whitespace trims. Anything else is refused (upstream's fields only).
-_ACTION = re.compile(r"(\s*)\{\{(-\s)?\s*\.(\w+)\s*(\s-)?\}\}(\s*)")
-# html/template escapes every value it inserts (upstream renders with html/template).
-_HTML_ESCAPES = str.maketrans(
-    {
-        "&": "&amp;",
-        "'": "&#39;",
-        "<": "&lt;",
-        ">": "&gt;",
-        '"': "&#34;",
-        "+": "&#43;",
-        "\0": "\ufffd",
-    }
-)
-
-
 def render_init_containers(template: str, *, master: str, image: str, max_tries: int) -> list[Wire]:
-    """The init containers ``template`` describes for a job whose master is ``master``.
-
-    Raises ``InvalidTemplateError`` when the template uses another action or field, or does not
-    render to a YAML list of containers (mappings with a ``name``).
-    """
+    """The init containers ``template`` (upstream's fields ``MasterAddr``,
+    ``InitContainerImage``, ``MaxTries``) describes for a job whose master is ``master``;
+    ``InvalidTemplateError`` as ``container_templates.render``."""
     values = {"MasterAddr": master, "InitContainerImage": image, "MaxTries": str(max_tries)}
-
-    def substitute(found: re.Match[str]) -> str:
-        before, trim_left, field, trim_right, after = found.groups()
-        if field not in values:
-            raise errors.InvalidTemplateError(f"template: can't evaluate field {field}")
-        value = values[field].translate(_HTML_ESCAPES)
-        return ("" if trim_left else before) + value + ("" if trim_right else after)
-
-    text = _ACTION.sub(substitute, template)
-    if "{{" in text:
-        raise errors.InvalidTemplateError("template: only {{.Field}} actions are supported")
-    try:
-        containers = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise errors.InvalidTemplateError(f"template is not YAML: {exc}") from exc
-    if not isinstance(containers, list) or not all(
-        isinstance(c, dict) and isinstance(c.get("name"), str) for c in containers
-    ):
-        raise errors.InvalidTemplateError("template must render to a list of named containers")
-    return containers
+    return container_templates.render(template, values)
 
 
 def decorate_pod(*, job: Job, replica: Replica, pod: Wire, options: FrameworkOptions) -> Wire:
@@ -180,5 +138,5 @@ FRAMEWORK = base.Framework(
     decorate_pod=decorate_pod,
     extra_objects=extra_objects,
     deletes_extras_on_suspend=True,
-    extra_kinds=(("autoscaling/v2", "HorizontalPodAutoscaler"),),
+    extra_object_kinds=(("autoscaling/v2", "HorizontalPodAutoscaler"),),
 )

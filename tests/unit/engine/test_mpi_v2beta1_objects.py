@@ -13,6 +13,8 @@ from tests.unit.cluster.kubelet.sim.harness import Sim, simulated
 
 from trainop.api import mpi_v2beta1
 from trainop.cluster.kubelet.sim import PREFIX
+from trainop.engine import mpi_v2beta1_objects as owned
+from trainop.engine import ssh_auth
 from trainop.frameworks import mpi_v2beta1 as plugin
 from trainop.frameworks.base import FrameworkOptions
 from trainop.kube.fake import FakeClient
@@ -108,7 +110,7 @@ ENVS = {
 
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_every_object_of_a_job_in_creation_order(implementation: str) -> None:
-    objects = plugin.desired_objects(job(implementation), keys=KEYS)
+    objects = owned.desired_objects(job(implementation), keys=KEYS)
     assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
         ("Service", "pi"),
         ("ConfigMap", "pi-config"),
@@ -249,14 +251,14 @@ def test_launcher_as_worker_is_a_host_keeps_gpus_and_shifts_worker_indices(
         "#!/bin/sh\necho pi-launcher.pi.ns.svc.example.org\n"
         "echo pi-worker-0.pi.ns.svc.example.org\necho pi-worker-1.pi.ns.svc.example.org\n"
     )
-    assert plugin.service(j)["spec"]["publishNotReadyAddresses"] is True
-    worker = plugin.worker_pod(j, 1)
+    assert owned.service(j)["spec"]["publishNotReadyAddresses"] is True
+    worker = owned.worker_pod(j, 1)
     assert worker["metadata"]["labels"]["training.kubeflow.org/replica-index"] == "2"
     assert worker["spec"]["volumes"][0]["secret"].get("defaultMode") is None  # not /root/.ssh
     assert worker["spec"]["containers"][0]["volumeMounts"] == [
         {"name": "ssh-auth", "mountPath": "/home/mpiuser/.ssh"}
     ]
-    launcher = plugin.launcher_job(j)["spec"]["template"]
+    launcher = owned.launcher_job(j)["spec"]["template"]
     assert launcher["metadata"]["labels"]["training.kubeflow.org/replica-index"] == "0"
     names = [e["name"] for e in launcher["spec"]["containers"][0]["env"]]
     assert "NVIDIA_VISIBLE_DEVICES" not in names
@@ -336,14 +338,16 @@ def test_discover_hosts_sorts_running_workers_as_strings_and_user_commands_win()
     )
     script = plugin.discover_hosts(j, ["pi-worker-2", "pi-worker-10"])
     assert script == "#!/bin/sh\necho pi-worker-10.pi.ns.svc\necho pi-worker-2.pi.ns.svc\n"
-    pod = plugin.worker_pod(j, 10)
+    pod = owned.worker_pod(j, 10)
     assert "command" not in pod["spec"]["containers"][0]
     assert pod["spec"]["dnsPolicy"] == "ClusterFirstWithHostNet"
     assert plugin.hostfile(j).count("\n") == 11
     suspended = job(runPolicy={"suspend": True})
-    assert plugin.launcher_job(suspended, suspended=True)["spec"]["suspend"] is True
-    assert plugin.secret_needs_new_keys({"data": {"ssh-privatekey": "a"}})
-    assert not plugin.secret_needs_new_keys({"data": {"ssh-privatekey": "a", "ssh-publickey": "b"}})
+    assert owned.launcher_job(suspended, suspended=True)["spec"]["suspend"] is True
+    assert ssh_auth.secret_needs_new_keys({"data": {"ssh-privatekey": "a"}})
+    assert not ssh_auth.secret_needs_new_keys(
+        {"data": {"ssh-privatekey": "a", "ssh-publickey": "b"}}
+    )
 
 
 def test_wait_for_workers_ready_creates_no_launcher_until_every_worker_is_ready() -> None:
@@ -356,10 +360,10 @@ def test_wait_for_workers_ready_creates_no_launcher_until_every_worker_is_ready(
         return any(o["kind"] == "Job" for o in objects)
 
     async def body(sim: Sim) -> None:
-        assert not launcher_in(plugin.desired_objects(waiting, keys=KEYS))  # no pods yet
-        assert launcher_in(plugin.desired_objects(job(), keys=KEYS))
+        assert not launcher_in(owned.desired_objects(waiting, keys=KEYS))  # no pods yet
+        assert launcher_in(owned.desired_objects(job(), keys=KEYS))
         for index, pending in ((0, 5), (1, 30)):
-            pod = plugin.worker_pod(waiting, index)
+            pod = owned.worker_pod(waiting, index)
             pod["metadata"]["annotations"] = {  # sshd: starts after ``pending``, runs on
                 PREFIX + "pending-seconds": str(pending),
                 PREFIX + "run-seconds": "3600",
@@ -369,13 +373,13 @@ def test_wait_for_workers_ready_creates_no_launcher_until_every_worker_is_ready(
 
         async def objects() -> list[dict[str, Any]]:
             pods = (await client.list(PODS, namespace="ns")).items
-            return plugin.desired_objects(waiting, keys=KEYS, worker_pods=pods)
+            return owned.desired_objects(waiting, keys=KEYS, worker_pods=pods)
 
         assert not launcher_in(await objects())
         await sim.advance(5)
         first = await objects()
         assert not launcher_in(first)
-        assert plugin.launcher_may_start(waiting, []) is False
+        assert owned.launcher_may_start(waiting, []) is False
         await sim.advance(24)
         assert not launcher_in(await objects())
         await sim.advance(1)

@@ -11,11 +11,12 @@ from typing import Any
 from trainop.api import mpi_v2beta1 as api
 from trainop.api.types import ReplicaStatus
 from trainop.engine import mpi_v2beta1 as v2
+from trainop.engine import mpi_v2beta1_objects as objects
 from trainop.engine.actions import Create, Delete, Plan, Update
-from trainop.frameworks import mpi_v2beta1 as objects
+from trainop.frameworks import mpi_v2beta1 as plugin
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
-KEYS = objects.SshKeys("PRIVATE\n", "ecdsa-sha2-nistp521 AAAA\n")
+KEYS = plugin.SshKeys("PRIVATE\n", "ecdsa-sha2-nistp521 AAAA\n")
 
 
 def raw_job(**spec: Any) -> dict[str, Any]:
@@ -46,7 +47,7 @@ def pod(name: str, phase: str, *, ready: bool = False, **status: Any) -> dict[st
     return {
         "metadata": {
             "name": name,
-            "labels": {objects.REPLICA_INDEX_LABEL: index},
+            "labels": {plugin.REPLICA_INDEX_LABEL: index},
             "creationTimestamp": status.pop("created", "2026-01-01T00:00:00Z"),
         },
         "status": {"phase": phase, "conditions": conditions, **status},

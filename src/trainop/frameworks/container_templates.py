@@ -1,0 +1,62 @@
+"""Containers from an operator's Go template (upstream renders with ``html/template``).
+
+Upstream lets an operator replace a built-in list of containers with a template file (PyTorch's
+``--pytorch-init-container-template-file``): YAML with ``{{.Field}}`` actions. ``render`` fills
+in the fields a plugin offers, escaped as ``html/template`` escapes them, and returns the
+containers. Only ``{{.Field}}`` actions (with optional spaces and the ``{{-``/``-}}`` whitespace
+trims) are understood; anything else is refused rather than guessed.
+
+Pure. Neighbours: ``pytorch`` (its ``init-pytorch`` containers), ``base`` (the default
+template); the operator's command line renders a template once at start to refuse a broken one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from trainop import errors
+
+_ACTION = re.compile(r"(\s*)\{\{(-\s)?\s*\.(\w+)\s*(\s-)?\}\}(\s*)")
+_HTML_ESCAPES = str.maketrans(
+    {
+        "&": "&amp;",
+        "'": "&#39;",
+        "<": "&lt;",
+        ">": "&gt;",
+        '"': "&#34;",
+        "+": "&#43;",
+        "\0": "\ufffd",
+    }
+)
+
+
+def render(template: str, values: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The containers ``template`` describes with its fields taken from ``values``.
+
+    Raises ``InvalidTemplateError`` when the template uses another action or a field not in
+    ``values``, or does not render to a YAML list of containers (mappings with a ``name``).
+    """
+
+    def substitute(found: re.Match[str]) -> str:
+        before, trim_left, field, trim_right, after = found.groups()
+        if field not in values:
+            raise errors.InvalidTemplateError(f"template: can't evaluate field {field}")
+        value = values[field].translate(_HTML_ESCAPES)
+        return ("" if trim_left else before) + value + ("" if trim_right else after)
+
+    text = _ACTION.sub(substitute, template)
+    if "{{" in text:
+        raise errors.InvalidTemplateError("template: only {{.Field}} actions are supported")
+    try:
+        containers = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise errors.InvalidTemplateError(f"template is not YAML: {exc}") from exc
+    if not isinstance(containers, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("name"), str) for c in containers
+    ):
+        raise errors.InvalidTemplateError("template must render to a list of named containers")
+    return containers
