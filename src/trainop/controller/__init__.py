@@ -1,2 +1,2 @@
-"""Controller runtime: work queue, reconciler, manager, leader election, events, metrics,
-webhook."""
+"""Controller runtime: work queue, reconciler, manager, leader election, metrics, webhook
+(Events are recorded through ``kube.events``)."""

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from trainop import errors
 from trainop.api.kinds import KindInfo, kind_info
 from trainop.controller import caches
-from trainop.controller.events import EventRecorder
 from trainop.controller.metrics import ControllerMetrics, Metrics
 from trainop.controller.mpi_v2beta1 import (
     APP_SELECTOR,
@@ -56,6 +55,7 @@ from trainop.frameworks.topology import ClusterTopology
 from trainop.kube import resources
 from trainop.kube.client import Client, Obj
 from trainop.kube.clock import Clock
+from trainop.kube.events import EventRecorder
 from trainop.kube.informer import Handlers, Informer, Projection, slim
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,6 @@ from trainop import errors
 from trainop.api import mpi_v2beta1 as api
 from trainop.api.kinds import MPIJOB
 from trainop.api.types import JobStatus
-from trainop.controller.events import EventRecorder
 from trainop.controller.metrics import Metrics
 from trainop.controller.reconciler import Result, replace_status, send_child_action
 from trainop.controller.sshkeys import new_key_pair
@@ -35,6 +34,7 @@ from trainop.frameworks import mpi_v2beta1 as objects
 from trainop.frameworks.base import FrameworkOptions
 from trainop.kube.client import Client, Obj
 from trainop.kube.clock import Clock
+from trainop.kube.events import EventRecorder, ObjectRef, Source
 from trainop.kube.informer import Informer
 from trainop.kube.resources import job_resource, resource_for
 
@@ -269,7 +269,8 @@ class V2Beta1Reconciler:
             self._mpi_metrics.count(old, status)
 
     async def _record(self, raw: Obj, event: Event) -> None:
-        await self._recorder.record(raw, event, component=COMPONENT)
+        about, source = ObjectRef.of(raw), Source(COMPONENT)
+        await self._recorder.record(about, event.type, event.reason, event.message, source=source)
 
 
 # Kinds with a second API version whose jobs another reconciler runs (docs/design/100).

@@ -31,7 +31,6 @@ from trainop.api.kinds import KindInfo, kind_info
 from trainop.api.types import CREATED, Job, JobStatus
 from trainop.controller.caches import OwnedObjects
 from trainop.controller.claims import FOREIGN_RECHECK, Claims
-from trainop.controller.events import EventRecorder
 from trainop.controller.metrics import Metrics
 from trainop.controller.topologies import Pending, TopologySource
 from trainop.engine import conditions
@@ -42,6 +41,7 @@ from trainop.frameworks.base import Framework
 from trainop.frameworks.topology import Topology
 from trainop.kube.client import Client, Obj
 from trainop.kube.clock import Clock
+from trainop.kube.events import EventRecorder, ObjectRef, Source
 from trainop.kube.informer import Informer
 from trainop.kube.resources import Resource, job_resource, resource_for
 
@@ -252,7 +252,8 @@ class JobReconciler:
         )
 
     async def _record(self, job: Obj, event: Event) -> None:
-        await self._recorder.record(job, event, component=self._info.controller_name)
+        about, source = ObjectRef.of(job), Source(self._info.controller_name)
+        await self._recorder.record(about, event.type, event.reason, event.message, source=source)
 
 
 async def send_child_action(

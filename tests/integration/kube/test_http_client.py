@@ -16,11 +16,11 @@ from tests.unit.api.builders import manifest
 from trainop import errors
 from trainop.api.kinds import kind_info
 from trainop.controller.caches import OwnedObjects
-from trainop.controller.events import EventRecorder
 from trainop.controller.reconciler import JobReconciler
 from trainop.controller.topologies import ClusterTopologySource
 from trainop.frameworks.registry import framework_for
 from trainop.kube.clock import LoopClock
+from trainop.kube.events import EventRecorder
 from trainop.kube.http import HttpClient
 from trainop.kube.informer import Informer
 from trainop.kube.resources import CRDS, PODS, SERVICES, job_resource

@@ -1,18 +1,25 @@
-"""The event recorder: written at once by default, or queued and sent in the background."""
+"""The controller's use of the event recorder: Events about jobs, written at once by default,
+or queued and sent in the background."""
 
 from __future__ import annotations
 
 import asyncio
 
 from tests.unit.api.builders import manifest
-from trainop.controller.events import EventRecorder
 from trainop.engine.actions import Event
 from trainop.kube.clock import FakeClock
+from trainop.kube.events import EventRecorder, ObjectRef, Source
 from trainop.kube.fake import FakeClient
 from trainop.kube.resources import EVENTS
 
 JOB = manifest("PyTorchJob", name="pt") | {"metadata": {"name": "pt", "namespace": "default"}}
 CREATED = Event("Normal", "SuccessfulCreatePod", "Created pod: pt-master-0")
+
+
+async def record(recorder: EventRecorder, *, component: str) -> None:
+    """What the reconcilers do: an engine ``Event`` about the job, from the kind's controller."""
+    about, source = ObjectRef.of(JOB), Source(component)
+    await recorder.record(about, CREATED.type, CREATED.reason, CREATED.message, source=source)
 
 
 async def reasons(client: FakeClient) -> list[str]:
@@ -23,7 +30,7 @@ def test_by_default_record_writes_the_event_before_returning() -> None:
     async def main() -> None:
         client = FakeClient()
         recorder = EventRecorder(client=client, clock=FakeClock())
-        await recorder.record(JOB, CREATED, component="pytorchjob-controller")
+        await record(recorder, component="pytorchjob-controller")
         assert await reasons(client) == ["SuccessfulCreatePod"]
         assert recorder.recorded == 1
 
@@ -34,7 +41,7 @@ def test_in_the_background_record_returns_at_once_and_run_sends() -> None:
     async def main() -> None:
         client = FakeClient()
         recorder = EventRecorder(client=client, clock=FakeClock(), background=True)
-        await recorder.record(JOB, CREATED, component="pytorchjob-controller")
+        await record(recorder, component="pytorchjob-controller")
         assert await reasons(client) == [], "queued, not sent, while run() is not running"
         sender = asyncio.create_task(recorder.run())
         await recorder.drained()
@@ -52,8 +59,8 @@ def test_a_full_queue_makes_record_wait_instead_of_dropping() -> None:
     async def main() -> None:
         client = FakeClient()
         recorder = EventRecorder(client=client, clock=FakeClock(), background=True, max_queued=1)
-        await recorder.record(JOB, CREATED, component="c")
-        second = asyncio.create_task(recorder.record(JOB, CREATED, component="c"))
+        await record(recorder, component="c")
+        second = asyncio.create_task(record(recorder, component="c"))
         for _ in range(5):
             await asyncio.sleep(0)
         assert not second.done(), "one Event is already queued"

@@ -14,11 +14,11 @@ from trainop.api import manifest as wire
 from trainop.api.kinds import kind_info
 from trainop.controller import reconciler as reconciler_module
 from trainop.controller.caches import OwnedObjects
-from trainop.controller.events import EventRecorder
 from trainop.controller.reconciler import OFFLOAD_REPLICAS, JobReconciler, replica_total
 from trainop.controller.topologies import ClusterTopologySource
 from trainop.frameworks.registry import framework_for
 from trainop.kube.clock import FakeClock
+from trainop.kube.events import EventRecorder
 from trainop.kube.fake import FakeClient
 from trainop.kube.informer import Informer
 from trainop.kube.resources import PODS, SERVICES, job_resource

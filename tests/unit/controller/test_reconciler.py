@@ -14,11 +14,11 @@ from tests.unit.api.builders import manifest
 from trainop import errors
 from trainop.api.kinds import kind_info
 from trainop.controller.caches import OwnedObjects
-from trainop.controller.events import EventRecorder
 from trainop.controller.reconciler import JobReconciler
 from trainop.controller.topologies import ClusterTopologySource
 from trainop.frameworks.registry import framework_for
 from trainop.kube.clock import FakeClock
+from trainop.kube.events import EventRecorder
 from trainop.kube.fake import FakeClient
 from trainop.kube.informer import Informer
 from trainop.kube.resources import EVENTS, PODS, SERVICES, job_resource

@@ -25,7 +25,6 @@ from tests.unit.api.builders import manifest
 from trainop.api.kinds import KINDS, kind_info
 from trainop.controller import cert_publishing, certs
 from trainop.controller.caches import OwnedObjects
-from trainop.controller.events import EventRecorder
 from trainop.controller.leader import LeaderElector
 from trainop.controller.mpi_v2beta1 import (
     LAUNCHER_JOBS,
@@ -41,6 +40,7 @@ from trainop.frameworks.registry import framework_for
 from trainop.kube import resources as r
 from trainop.kube.client import Obj
 from trainop.kube.clock import FakeClock
+from trainop.kube.events import EventRecorder
 from trainop.kube.fake import FakeClient
 from trainop.kube.informer import Informer
 

@@ -11,6 +11,6 @@ API server, scheduler and controllers only through the API. See
 
 from trainop.cluster.kubelet.kubelet import DEFAULT_NODE, Kubelet, KubeletConfig
 from trainop.cluster.kubelet.logfiles import LogFiles
-from trainop.cluster.kubelet.podrun import Backoff
+from trainop.cluster.kubelet.podcontext import Backoff
 
 __all__ = ["DEFAULT_NODE", "Backoff", "Kubelet", "KubeletConfig", "LogFiles"]

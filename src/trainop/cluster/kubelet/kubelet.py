@@ -1,11 +1,12 @@
 """``Kubelet``: runs the pods of the local node through its runtime (DESIGN §6).
 
-One informer watches pods; every pod that is bound to ``node_name`` (or, unless
+The ``shell.KubeletShell`` watches pods; every pod that is bound to ``node_name`` (or, unless
 ``require_binding``, unbound) and not yet finished is run here by a ``podrun.PodRun`` task.
-This module wires events to runs and runs to
-the shared ``status.writer.StatusWriter``: every change a run reports marks the pod dirty,
-and one status patch per loop turn is queued if the rendered status differs from the last one
-written, so a transition is one write and nothing is written twice.
+This module makes the shell's calls real (admit, terminate, gone) and reports runs' changes
+to it: every change marks the pod dirty, and one status patch per loop turn is queued if the
+rendered status differs from the last one written, so a transition is one write and nothing
+is written twice. Kubelet's Events about pods go through one ``kube.events.EventRecorder``
+(source ``kubelet`` on the node, repeats aggregated).
 
 Deletion: a pod the API server deletes gracefully (``deletionTimestamp`` set, bound to a node)
 is stopped with its ``deletionGracePeriodSeconds`` (SIGTERM, then SIGKILL), its final status
@@ -15,8 +16,8 @@ its ``terminationGracePeriodSeconds`` and forgotten; its sandbox is removed unle
 ``keep_sandboxes``. When the kubelet stops (``run`` cancelled) it stops every pod with
 ``shutdown_grace`` and writes nothing more. Pods are never resurrected: writes carry the pod's
 uid and are dropped once the kubelet no longer tracks that uid.
-Neighbours: ``kube.informer``, ``podrun``, ``logfiles`` (the API's ``LogSource``),
-``execserver``, ``reaper``, ``status``.
+Neighbours: ``shell``, ``podrun``, ``logfiles`` (the API's ``LogSource``), ``execserver``,
+``reaper``, ``status``, ``kube.events``.
 """
 
 from __future__ import annotations
@@ -35,21 +36,21 @@ from trainop.cluster.kubelet import gpus, node, podrun
 from trainop.cluster.kubelet.environment import Node
 from trainop.cluster.kubelet.exec import execserver
 from trainop.cluster.kubelet.logfiles import LogFiles
-from trainop.cluster.kubelet.podrun import Backoff, PodRun, Settings
+from trainop.cluster.kubelet.podcontext import Backoff, Settings
+from trainop.cluster.kubelet.podrun import PodRun
 from trainop.cluster.kubelet.podstate import HOST_IP
 from trainop.cluster.kubelet.reaper import Reaper
 from trainop.cluster.kubelet.runtimes.runtime import Launch, Running, Runtime
-from trainop.cluster.kubelet.status.render import TERMINAL
-from trainop.cluster.kubelet.status.writer import Key, StatusWriter
+from trainop.cluster.kubelet.shell import KubeletShell
+from trainop.cluster.kubelet.status.writer import Key
 from trainop.kube.client import Client, Obj
 from trainop.kube.clock import Clock, LoopClock
-from trainop.kube.informer import Handlers, Informer, key_of
-from trainop.kube.podevents import PodEvents
-from trainop.kube.resources import PODS
+from trainop.kube.events import EventRecorder, Source
 
 log = logging.getLogger(__name__)
 
 DEFAULT_NODE = "trainop-local"
+COMPONENT = "kubelet"  # the Events' source, as kubectl describe shows it under "From"
 _HIDDEN = ("CUDA_VISIBLE_DEVICES",)  # managed per container (``gpus``)
 
 
@@ -74,7 +75,7 @@ class KubeletConfig:
     memory: int | None = None  # the node's memory in bytes (None: the machine's)
 
 
-class Kubelet:
+class Kubelet(KubeletShell):
     """A kubelet whose containers are local processes (see the module docstring)."""
 
     def __init__(
@@ -89,38 +90,30 @@ class Kubelet:
         max_concurrent_writes: int = 32,
         container_runtime: Runtime | None = None,
     ) -> None:
-        self._client = client
-        self._runtime = container_runtime  # None: host processes (``runtime.HostRuntime``)
-        self._config = config
-        self._clock = clock or LoopClock()
-        self.logs = logs or LogFiles(config.root)
-        self._runs: dict[Key, PodRun] = {}
-        self._uids: dict[Key, str] = {}
-        self._dirty: set[Key] = set()
-        self._written: dict[Key, dict[str, Any]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._informer = Informer(
-            client,
-            PODS,
+        clock = clock or LoopClock()
+        super().__init__(
+            client=client,
+            clock=clock,
+            node_name=config.node_name,
             namespace=namespace,
             label_selector=label_selector,
-            handlers=[Handlers(self._on_change)],
+            require_binding=config.require_binding,
+            max_concurrent_writes=max_concurrent_writes,
         )
-        self.writer = StatusWriter(
-            client, self._clock, is_wanted=self._is_wanted, max_concurrent=max_concurrent_writes
-        )
-        self.events = PodEvents(client, self._clock, node=config.node_name)
+        self._client = client
+        self._runtime = container_runtime  # None: host processes (``host.HostRuntime``)
+        self._config = config
+        self.logs = logs or LogFiles(config.root)
+        self._runs: dict[Key, PodRun] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        source = Source(COMPONENT, host=config.node_name)
+        self.events = EventRecorder(client=client, clock=clock, source=source, aggregate=True)
         self._settings: Settings | None = None
         self._reaper: Reaper | None = None
         self._pool = gpus.GpuPool(())
         self._exec: execserver.ExecServer | None = None
         self.node: node.NodeStatus | None = None  # the Node object's heartbeat (``node``)
         self._next_change = asyncio.Event()  # set (and replaced) whenever a run changes
-
-    @property
-    def synced(self) -> asyncio.Event:
-        """Set once the first list of pods has been handled."""
-        return self._informer.synced
 
     @property
     def exec_address(self) -> str:
@@ -136,8 +129,12 @@ class Kubelet:
         """The run of a pod this kubelet tracks, or None."""
         return self._runs.get((namespace, name))
 
-    async def run(self) -> None:
-        """Run pods until cancelled; then stop them all (``shutdown_grace``)."""
+    async def drained(self) -> None:
+        """Return once every status write and Event queued so far has been sent."""
+        await super().drained()
+        await self.events.drained()
+
+    async def _setup(self) -> None:
         config = self._config
         found = await asyncio.to_thread(gpus.detect)
         devices = config.gpus if config.gpus is not None else found
@@ -162,16 +159,6 @@ class Kubelet:
             await self._runtime.open()
             if (exec_socket := getattr(self._runtime, "exec_socket", None)) is not None:
                 self._exec.listen(exec_socket)  # containers reach exec through a file
-        try:
-            await self._informer.run()
-        finally:
-            await self._shutdown()
-
-    async def drained(self) -> None:
-        """Return once every status write queued so far has been sent."""
-        await asyncio.sleep(0)  # let this turn's dirty pods be flushed
-        await self.writer.drained()
-        await self.events.drained()
 
     async def _shutdown(self) -> None:
         runs = list(self._runs.values())
@@ -182,42 +169,13 @@ class Kubelet:
             await self._runtime.close()
         for task in list(self._tasks):
             task.cancel()
-        self.writer.cancel()
         self.events.cancel()
         if self._exec is not None:
             await self._exec.close()
         if self._reaper is not None:
             self._reaper.close()
 
-    # --- events ---------------------------------------------------------------------------
-
-    def _on_change(self, old: Obj | None, new: Obj | None) -> None:
-        if new is None:
-            assert old is not None
-            self._gone(key_of(old), _uid(old), old)
-            return
-        key = key_of(new)
-        known = self._uids.get(key)
-        if known is not None and known != _uid(new):
-            self._gone(key, known, new)  # replaced by a new pod of the same name
-            known = None
-        if new["metadata"].get("deletionTimestamp"):
-            self._terminate(key, new)
-        elif known is None and self._is_mine(new):
-            self._admit(key, new)
-
-    def _is_mine(self, pod: Obj) -> bool:
-        node = (pod.get("spec") or {}).get("nodeName") or ""
-        phase = (pod.get("status") or {}).get("phase") or "Pending"
-        accepted = (
-            (self._config.node_name,)
-            if self._config.require_binding
-            else ("", self._config.node_name)
-        )
-        return node in accepted and phase not in TERMINAL
-
-    def _is_wanted(self, key: Key, uid: str) -> bool:
-        return self._uids.get(key) == uid
+    # --- pods -----------------------------------------------------------------------------
 
     def _admit(self, key: Key, pod: Obj) -> None:
         assert self._settings is not None
@@ -235,17 +193,16 @@ class Kubelet:
             events=self.events,
             container_runtime=self._runtime,
         )
-        self._runs[key], self._uids[key] = run, run.state.uid
+        self._runs[key] = run
         run.start()
 
     def _terminate(self, key: Key, pod: Obj) -> None:
         run = self._runs.get(key)
         if run is None:
-            if not self._is_mine(pod) or self._uids.get(key):
+            if not self._adopt(key, pod):
                 return
-            self._uids[key] = _uid(pod)  # left running by an earlier kubelet: nothing runs
-            state = podrun.initial_state(pod, self._now())
-            state.phase = "Failed"
+            state = podrun.initial_state(pod, self._now())  # left by an earlier kubelet
+            state.phase = "Failed"  # nothing runs it
             self.writer.patch_status(key, state.uid, state.status())
             self.writer.delete(key, state.uid)
             return
@@ -260,10 +217,6 @@ class Kubelet:
         self.writer.delete(key, run.state.uid)
 
     def _gone(self, key: Key, uid: str, pod: Obj) -> None:
-        if self._uids.get(key) != uid:
-            return
-        del self._uids[key]
-        self._written.pop(key, None)
         self.events.forget(uid)
         run = self._runs.pop(key, None)
         if run is not None:
@@ -290,21 +243,14 @@ class Kubelet:
     def _changed(self, run: PodRun) -> None:
         self._next_change.set()
         self._next_change = asyncio.Event()
-        key = (run.state.namespace, run.state.name)
-        if key not in self._dirty:
-            self._dirty.add(key)
-            asyncio.get_running_loop().call_soon(self._flush, key)
+        self._mark_changed((run.state.namespace, run.state.name))
 
-    def _flush(self, key: Key) -> None:
-        self._dirty.discard(key)
+    def _render(self, key: Key) -> tuple[str, dict[str, Any]] | None:
         run = self._runs.get(key)
         if run is None:
-            return
+            return None
         run.state.note_readiness(self._now())
-        status = run.state.status()
-        if status != self._written.get(key):
-            self._written[key] = status
-            self.writer.patch_status(key, run.state.uid, status)
+        return run.state.uid, run.state.status()
 
     # --- exec -----------------------------------------------------------------------------
 
@@ -347,9 +293,6 @@ class Kubelet:
             return f"container {chosen} is not running in pod {name}", starting
         return target, False
 
-    def _now(self) -> str:
-        return self._clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
-
 
 def host_environment() -> dict[str, str]:
     """The kubelet's environment with its own interpreter's ``bin`` first on ``PATH``.
@@ -381,7 +324,3 @@ def _settings(config: KubeletConfig, exec_address: str) -> Settings:
         config_retry=config.config_retry,
         exec_address=exec_address,
     )
-
-
-def _uid(pod: Obj) -> str:
-    return str(pod["metadata"].get("uid", ""))

@@ -29,9 +29,9 @@ from trainop.cluster.scheduler import scheduling
 from trainop.cluster.scheduler.scheduling import COSCHEDULING, VOLCANO, Allocatable, GroupKey
 from trainop.kube.client import Obj
 from trainop.kube.clock import LoopClock
+from trainop.kube.events import EventRecorder, ObjectRef, Source
 from trainop.kube.http import HttpClient
 from trainop.kube.informer import Handlers, Informer, key_of
-from trainop.kube.podevents import PodEvents, PodRef
 from trainop.kube.resources import COSCHEDULING_PODGROUPS, PODS, VOLCANO_PODGROUPS, Resource
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,12 @@ class LocalScheduler:
         self.allocatable = allocatable
         self._node = node_name
         self._wake = asyncio.Event()
-        self.events = PodEvents(client, LoopClock(), node=node_name, component=COMPONENT)
+        self.events = EventRecorder(
+            client=client,
+            clock=LoopClock(),
+            source=Source(COMPONENT, host=node_name),
+            aggregate=True,
+        )
         self._assumed: dict[tuple[str, str], str] = {}  # pod key -> uid bound, not yet seen
         self._pods = Informer(client, PODS, handlers=[Handlers(self._changed)])
         self._groups = {
@@ -144,7 +149,9 @@ class LocalScheduler:
             return
         self._assumed[(namespace, name)] = uid
         message = f"Successfully assigned {namespace}/{name} to {self._node}"
-        self.events.record(PodRef(namespace, name, uid), "", "Normal", "Scheduled", message)
+        self.events.record_nowait(
+            ObjectRef.pod(namespace, name, uid), "Normal", "Scheduled", message
+        )
 
     async def _mark_unschedulable(self, pod: Obj, message: str) -> None:
         status = pod.get("status") or {}
@@ -179,8 +186,8 @@ class LocalScheduler:
         except (errors.ConflictError, errors.NotFoundError) as exc:
             log.debug("pod %s/%s status: %s", namespace, name, exc)
             return
-        ref = PodRef(namespace, name, str(pod["metadata"].get("uid") or ""))
-        self.events.record(ref, "", "Warning", "FailedScheduling", message)
+        ref = ObjectRef.pod(namespace, name, str(pod["metadata"].get("uid") or ""))
+        self.events.record_nowait(ref, "Warning", "FailedScheduling", message)
 
     async def _write_group(self, key: GroupKey, group: Obj, status: dict[str, Any]) -> None:
         current = group.get("status") or {}

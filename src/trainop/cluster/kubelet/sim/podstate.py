@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainop.cluster.kubelet.sim.rules import Rules
-from trainop.cluster.kubelet.status import render
+from trainop.cluster.kubelet.status import render, restartpolicy
 from trainop.cluster.kubelet.status.render import TERMINAL, Termination
 from trainop.kube.clock import Timer
 
@@ -78,11 +78,11 @@ class SimPod:
         self.runs += 1
         ended = Termination(code, self.rules.reason_for(code), self.running_since, now)
         self.running_since, self.ready_changed_at = "", now
-        if self.restart_policy == "Always" or (self.restart_policy == "OnFailure" and code):
+        if restartpolicy.restarts(self.restart_policy, code):
             self.last, self.waiting_reason = ended, "CrashLoopBackOff"
             return True
         self.current = ended
-        self.phase = "Succeeded" if code == 0 else "Failed"
+        self.phase = restartpolicy.phase_when_done([code == 0])
         return False
 
     def kill(self, now: str) -> None:

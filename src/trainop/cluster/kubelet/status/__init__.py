@@ -2,5 +2,6 @@
 
 ``render`` builds the Kubernetes shapes (conditions, container entries, terminated states)
 from plain values, so the simulated and the process kubelet report pods identically;
-``writer.StatusWriter`` sends each transition's status once, in order, per pod.
+``restartpolicy`` is kubelet's rule for a container that exited (restart it, or is the pod
+done); ``writer.StatusWriter`` sends each transition's status once, in order, per pod.
 """
