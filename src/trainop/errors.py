@@ -20,7 +20,7 @@ chained with ``raise ... from exc`` so the cause is never lost::
         ├── ConflictError          409 Conflict (stale resourceVersion)
         ├── GoneError              410 Gone (watch resourceVersion too old)
         ├── UnreachableError       the server could not be reached at all
-        └── local.apiserver.status.RequestError
+        └── cluster.apiserver.http.status.RequestError
                                    a request the embedded API server refuses (rendered as Status)
 
 Module neighbours: ``api.validation`` produces the field errors that ``InvalidJobError`` carries.

@@ -2,7 +2,7 @@
 
 ``pull_policy`` is kube-apiserver's default ``imagePullPolicy`` for an image: the API server
 fills it in on every write (``cluster.apiserver.admission.defaults``) and the container kubelet
-applies the same rule to a pod stored without one (``cluster.kubelet.runtimes.containers``).
+applies the same rule to a pod stored without one (``cluster.kubelet.runtimes.images``).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ Input is an untyped mapping of unknown shape: every access is guarded, bad input
 ``FieldError``, never an exception. Each ``detail`` is kube's ``field.Error`` body
 (``Invalid value: "x": must not contain '..'``). Pure: no I/O.
 Neighbours: ``validation`` (job templates), the embedded API server's admission (pods,
-ConfigMaps, Secrets) and the process kubelet (``local.kubelet.sandbox``) call these.
+ConfigMaps, Secrets) and the process kubelet (``cluster.kubelet.sandbox``) call these.
 """
 
 from __future__ import annotations

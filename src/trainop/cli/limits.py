@@ -1,10 +1,10 @@
 """``--max-replicas-per-job`` and ``--max-pods``: the local cluster's admission ceilings.
 
 One decorator, ``limit_options``, gives a command both flags and hands it one ``limits``
-argument (a ``local.apiserver.Limits``); ``serve_args`` turns that back into flags for the
+argument (a ``cluster.apiserver.Limits``); ``serve_args`` turns that back into flags for the
 ``local serve`` process that ``local up`` starts. What the ceilings do: the embedded API
 server refuses a job with more replicas (422) and a pod beyond the count (403) before anything
-is allocated (``local.apiserver.limits``).
+is allocated (``cluster.apiserver.admission.limits``).
 """
 
 from __future__ import annotations

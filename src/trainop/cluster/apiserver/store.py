@@ -3,7 +3,7 @@
 Role: hold every API object as JSON under a key ``(resource, namespace, name)``, hand out one
 global, strictly increasing ``resourceVersion`` and keep a bounded in-memory event log that
 watches resume from. It knows nothing of Kubernetes semantics (uids, generations, finalizers,
-validation): that is the API server's job (``local.apiserver``).
+validation): that is the API server's job (``cluster.apiserver``).
 
 Invariants:
 
@@ -21,10 +21,10 @@ Invariants:
 - Stored objects are shared and must be treated as immutable; callers that want to modify
   one work on ``json.loads(stored.raw)``.
 - The database holds every Secret: its files are 0600 in a 0700 directory whatever the umask
-  (``local.privacy``).
+  (``cluster.privacy``).
 
-Neighbours: ``local.apiserver.server`` owns one ``Store``; ``local.apiserver.watch`` consumes
-``Subscription`` queues; ``local.apiserver.gc`` listens to committed events.
+Neighbours: ``cluster.apiserver.http.server`` owns one ``Store``; ``cluster.apiserver.rest.watch`` consumes
+``Subscription`` queues; ``cluster.apiserver.gc`` listens to committed events.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ with) in the CRI log format kubelet uses::
 Timestamps are taken when the kubelet reads the line. ``current`` is the highest-numbered
 file, ``previous`` the one before it, as ``kubectl logs [--previous]``.
 
-``LogFiles`` is the ``local.apiserver.logs.LogSource``: the API server may run on another
+``LogFiles`` is the ``kube.podlogs.LogSource``: the API server may run on another
 event loop (or thread) than the kubelet, so followers wait on futures of *their* loop that the
 writer wakes with ``call_soon_threadsafe``; a file is "open" (followers keep waiting) while its
 process runs and its pipes are not drained. Pods are found through ``register``: the kubelet
@@ -22,7 +22,7 @@ Writing never stops the reading: when a record cannot be written (``ENOSPC`` on 
 them; the first record that can be written again is preceded by one marker record (``stderr``:
 ``[trainop] <n> log lines dropped: <error>``), so no container blocks on a full pipe and
 ``local down`` stops it as usual. The write function is injectable (``LogFiles(write=...)``)
-for tests. Neighbours: ``podrun`` (pumps), ``local.apiserver.logs`` (serves).
+for tests. Neighbours: ``podrun`` (pumps), ``cluster.apiserver.rest.logs`` (serves).
 """
 
 from __future__ import annotations

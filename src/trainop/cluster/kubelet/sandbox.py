@@ -37,7 +37,7 @@ A pod whose containers may run as another user than the session's (a ``securityC
 ``--user``) gets its volume directories as a cluster makes them, emptyDir 0777, configMap and
 secret 0755, so that user can use them; they stay inside the 0700 sandbox, which no other
 host user can enter (note 080).
-Neighbours: ``podrun`` (calls ``invalid`` and ``prepare``), ``environment``, ``local.privacy``.
+Neighbours: ``podrun`` (calls ``invalid`` and ``prepare``), ``environment``, ``cluster.privacy``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``decide`` takes the node's allocatable resources, every pod and every PodGroup it knows, and
 returns which pending pods to bind, which stay ``Pending`` with what ``Unschedulable``
 message, and the status each PodGroup should have. No I/O, no clock reads: the driver
-(``local.scheduler``) applies the decision. See docs/design/090-local-scheduler.md.
+(``cluster.scheduler.scheduler``) applies the decision. See docs/design/090-local-scheduler.md.
 
 Fitting is kube-scheduler's ``NodeResourcesFit`` for one node: a pod's request is the sum of
 its containers' requests (a resource with only a limit requests its limit, as the API server

@@ -1,6 +1,6 @@
 """Built-in kinds read back with kube-apiserver's defaults, through the official client over
 HTTPS: a pod the operator would create, a headless and a plain Service, a batch/v1 Job; every
-write verb defaults the same way (``local.apiserver.defaults``, note 010)."""
+write verb defaults the same way (``cluster.apiserver.admission.defaults``, note 010)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """``/openapi/v2`` and ``/openapi/v3``: the served resources' schemas, for kubectl.
 
 Built from what the server validates with: kubernetes-validate's definitions for built-in
-kinds (``local.schemas``; the closure of each kind's ``$ref``s, type arrays reduced to one
+kinds (``cluster.apiserver.schemas``; the closure of each kind's ``$ref``s, type arrays reduced to one
 type, int-or-string unions to ``string`` with format ``int-or-string``) and each CRD
 version's ``openAPIV3Schema`` (``metadata`` pointing at ``ObjectMeta``), each kind's schema
 carrying ``x-kubernetes-group-version-kind``. Paths list every resource's operations with that

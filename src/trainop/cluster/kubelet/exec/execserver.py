@@ -23,7 +23,7 @@ with the kubelet (its parent-death signal), not by the container's group.
 ``{"attach": true, "namespace", "pod", "container"}`` (no descriptors) is ``attach -i``: the
 kubelet answers ``{"attached": true}`` with a copy of the kubelet's end of the container's
 stdin (``Running.stdin_fd``: a container with ``stdin: true`` gets a pipe, one with ``tty: true``
-a terminal, under either runtime: ``runtime.Stdio``) and holds until the caller hangs up;
+a terminal, under either runtime: ``runtimes.stdio.Stdio``) and holds until the caller hangs up;
 with ``stdinOnce`` (and no ``tty``, as containerd) it then closes its own end, so the
 container reads end-of-file once the caller's copy is closed too.
 """
