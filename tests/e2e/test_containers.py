@@ -30,6 +30,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import polling
+
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "tests" / "e2e" / "containers"
 IMAGES = ("localhost/trainop-ddp:1", "localhost/trainop-ddp-entry:1")
@@ -103,12 +105,16 @@ def private_sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, left: Left
 
 
 def wait_for_a_container(tmp: Path, left: Left, process: subprocess.Popen[str]) -> None:
-    """Until a container of the test's sessions exists (90 s at most, or ``process`` ended)."""
-    deadline = time.monotonic() + 90
-    while not left(tmp)[0] and time.monotonic() < deadline and process.poll() is None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=0.2)
-    assert left(tmp)[0], "no container appeared before the deadline"
+    """Until a container of the test's sessions exists (90 s at most; failing at once when
+    ``process`` ended without one)."""
+
+    def appeared() -> bool:
+        ended = process.poll() is not None
+        found = bool(left(tmp)[0])
+        assert found or not ended, "the session ended before a container appeared"
+        return found
+
+    polling.wait_for(appeared, timeout=90, what="a container of the session", interval=0.2)
 
 
 def check_the_next_start_reaps_a_sigkilled_session(tmp: Path, runtime: str, left: Left) -> None:
@@ -474,17 +480,18 @@ def _port_forward_reaches_the_pod(env: dict[str, str]) -> None:
         first = forward.stdout.readline()  # "Forwarding from 127.0.0.1:PORT -> 8000"
         found = re.match(r"Forwarding from 127\.0\.0\.1:(\d+) -> 8000", first)
         assert found, first
-        deadline = time.monotonic() + 30
-        while True:
+        url = f"http://127.0.0.1:{found.group(1)}/"
+
+        def answered() -> str | polling.NotYet:
             try:
-                url = f"http://127.0.0.1:{found.group(1)}/"
                 with urllib.request.urlopen(url, timeout=5) as reply:
                     assert reply.status == 200
-                    assert "Directory listing for /" in reply.read().decode()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "port-forward never answered"
-                time.sleep(0.3)  # polling another process's listener, with the deadline above
+                    return str(reply.read().decode())
+            except OSError as error:
+                return polling.NotYet(error)
+
+        listing = polling.wait_for(answered, timeout=30, what="port-forward answered", interval=0.3)
+        assert "Directory listing for /" in listing
     finally:
         forward.terminate()
         forward.wait(timeout=30)
@@ -542,10 +549,12 @@ def _deletion_is_graceful(env: dict[str, str], tmp: Path) -> None:
     marks = tmp / "marks"
     kubectl("apply", "-f", "-", stdin=GRACEFUL.format(marks=marks))
     kubectl("wait", "--for=condition=Ready", "pod/graceful", "--timeout=90s")
-    deadline = time.monotonic() + 60  # SIGTERM before the handler is installed would be lost
-    while "handler installed" not in _kubectl_output(env, "logs", "graceful"):
-        assert time.monotonic() < deadline, "the handler was never installed"
-        time.sleep(0.2)  # polling the container's log, with the deadline above
+    polling.wait_for(  # SIGTERM before the handler is installed would be lost
+        lambda: "handler installed" in _kubectl_output(env, "logs", "graceful"),
+        timeout=60,
+        what="the handler installed",
+        interval=0.2,
+    )
     took = kubectl("delete", "pod", "graceful", "--wait=true", "--timeout=90s")
     assert (marks / "term").read_text() == "SIGTERM"
     assert took < 45, took  # it left on SIGTERM: no SIGKILL at 60 s
@@ -573,14 +582,14 @@ def _a_missing_image_is_described(env: dict[str, str]) -> None:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    deadline = time.monotonic() + 60
-    pod = job = ""
-    while time.monotonic() < deadline:
+    def described() -> tuple[str, str] | polling.NotYet:
         pod = describe("kubectl", "describe", "pod", "ddp-containers-master-0")
         job = describe(*TRAINOP, "describe", "pytorchjob", "ddp-containers")
-        if pulled in pod and "ErrImagePull" in job:
-            break
-        time.sleep(0.5)  # polling another process's state, with the deadline above
+        return (pod, job) if pulled in pod and "ErrImagePull" in job else polling.NotYet((pod, job))
+
+    pod, job = polling.wait_for(
+        described, timeout=60, what="the failed pull described", interval=0.5
+    )
     assert re.search(r"Reason:\s+(ErrImagePull|ImagePullBackOff)", pod), pod
     assert pulled in pod, pod
     assert f'Pulling image "{missing}"' in pod, pod  # kubelet's events, in the Events table

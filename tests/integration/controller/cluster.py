@@ -4,8 +4,8 @@ server over real HTTP, and the ``SimulatedKubelet``, all on one ``FakeClock``.
 ``run_cluster(server, body, ...)`` gives ``body`` a ``Cluster`` scoped to a fresh namespace
 (the manager and the kubelet watch only it, so tests never see each other's objects).
 Time moves only in ``Cluster.advance``: deadlines, TTLs, restart delays and run times take no
-real time. Reads go to the API server; a test waits for a state with ``eventually`` (polling
-with a real-time deadline, never a fixed sleep) and, before asserting that something did *not*
+real time. Reads go to the API server; a test waits for a state with ``tests.polling.until``
+(a real-time deadline, never a fixed sleep) and, before asserting that something did *not*
 happen, calls ``settle`` so that every reaction to the last step has run.
 """
 
@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from tests.integration.cluster.apiserver.conftest import RunningServer, start_server
+from tests.polling import NotYet, until
 from trainop import errors
 from trainop.api.kinds import kind_info
 from trainop.cluster.kubelet.sim import PREFIX, Rules, SimulatedKubelet
@@ -99,18 +100,6 @@ async def _install_crds(kubeconfig: Path) -> None:
             await client.create(CRDS, crd)
     finally:
         await client.close()
-
-
-async def eventually(probe: Probe, *, what: str, timeout: float = DEADLINE) -> Any:
-    """Poll ``probe`` until it returns something truthy; fail after ``timeout`` real seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(0.005)
 
 
 def condition(job: Obj, kind: str) -> dict[str, Any] | None:
@@ -193,18 +182,19 @@ class Cluster:
 
     async def settle(self) -> None:
         """Return once no API request was made and no key was queued for ``QUIET`` seconds."""
-        deadline = time.monotonic() + DEADLINE
         last, quiet_since = -1, time.monotonic()
-        while True:
+
+        async def quiet() -> bool:
+            nonlocal last, quiet_since
             await self.kubelet.drained()
             busy = any(q.depth or q.in_flight for q in self.manager.queues.values())
             if busy or self.requests[0] != last:
                 last, quiet_since = self.requests[0], time.monotonic()
-            elif time.monotonic() - quiet_since >= QUIET:
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError("the controller and kubelet never settled")
-            await asyncio.sleep(0.005)
+            return time.monotonic() - quiet_since >= QUIET
+
+        await until(
+            quiet, timeout=DEADLINE, what="the controller and kubelet settled", interval=0.005
+        )
 
     # --- reads ----------------------------------------------------------------------------
 
@@ -247,26 +237,28 @@ class Cluster:
     async def until_condition(self, kind: str, name: str, condition_type: str) -> Obj:
         """The job once ``condition_type`` is True on it."""
 
-        async def probe() -> Obj | None:
+        async def probe() -> Obj | NotYet:
             job = await self.job(kind, name)
-            return job if job is not None and is_true(job, condition_type) else None
+            if job is not None and is_true(job, condition_type):
+                return job
+            return NotYet((job or {}).get("status"))
 
-        found: Obj = await eventually(probe, what=f"{kind} {name} {condition_type}")
+        found: Obj = await until(probe, timeout=DEADLINE, what=f"{kind} {name} {condition_type}")
         return found
 
     async def until_pods(self, name: str, count: int, phase: str | None = None) -> dict[str, Obj]:
         """The job's pods once there are ``count`` of them (all in ``phase``, if given)."""
 
-        async def probe() -> tuple[dict[str, Obj]] | None:
+        async def probe() -> tuple[dict[str, Obj]] | NotYet:
             pods = await self.pods(name)
             live = {n: p for n, p in pods.items() if not p["metadata"].get("deletionTimestamp")}
             phases = {(p.get("status") or {}).get("phase") for p in live.values()}
             if len(live) == count and (phase is None or phases <= {phase}):
                 return (live,)  # truthy even when no pod is wanted
-            return None
+            return NotYet({n: (p.get("status") or {}).get("phase") for n, p in live.items()})
 
-        found: tuple[dict[str, Obj]] = await eventually(
-            probe, what=f"{count} {phase or ''} pods of {name}"
+        found: tuple[dict[str, Obj]] = await until(
+            probe, timeout=DEADLINE, what=f"{count} {phase or ''} pods of {name}"
         )
         return found[0]
 
@@ -300,7 +292,7 @@ def run_cluster(
             )
             tasks = [asyncio.create_task(manager.run()), asyncio.create_task(kubelet.run())]
             try:
-                await eventually(_ready(manager, kubelet), what="caches synced")
+                await until(_ready(manager, kubelet), timeout=DEADLINE, what="caches synced")
                 await body(Cluster(client, clock, manager, kubelet, namespace, start, requests))
             finally:
                 for task in tasks:

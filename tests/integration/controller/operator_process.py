@@ -1,5 +1,5 @@
 """Support for tests that run ``trainop operator`` as a real process against the embedded
-API server: CRD installation, free ports, process start/stop, polling with a deadline."""
+API server: CRD installation, free ports, process start/stop (polling is ``tests.polling``)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,14 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 ROOT = Path(__file__).resolve().parents[3]
-T = TypeVar("T")
 
 
 def free_port() -> int:
@@ -41,20 +38,6 @@ def install_crds(api: k8s.ApiClient) -> None:
             and crd["metadata"]["name"] not in existing
         ):
             extensions.create_custom_resource_definition(crd)
-
-
-def until(
-    probe: Callable[[], T | None], *, timeout: float = 30.0, interval: float = 0.05, what: str = ""
-) -> T:
-    """Poll ``probe`` until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or probe}")
-        time.sleep(interval)
 
 
 class OperatorProcess:

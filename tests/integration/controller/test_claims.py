@@ -23,16 +23,17 @@ import pytest
 
 from tests.integration.cluster.apiserver.conftest import RunningServer, start_server
 from tests.integration.controller.cluster import (
+    DEADLINE,
     Cluster,
     annotate,
     condition_on,
     crds,
-    eventually,
     is_true,
     replica_spec,
     run_cluster,
     start_cluster_server,
 )
+from tests.polling import until
 from tests.unit.api.builders import manifest
 from trainop import errors
 from trainop.api.kinds import kind_info
@@ -308,7 +309,7 @@ def test_an_orphan_appearing_later_is_adopted_without_waiting_for_another_event(
         async def gone() -> bool:
             return await cluster.get(PODS, "late-worker-2") is None
 
-        await eventually(gone, what="the adopted extra pod deleted")
+        await until(gone, timeout=DEADLINE, what="the adopted extra pod deleted")
         await cluster.settle()
         deleted = await cluster.events("SuccessfulDeletePod")
         assert [e["message"] for e in deleted] == ["Deleted pod: late-worker-2"]
@@ -335,7 +336,7 @@ def test_a_pod_whose_labels_no_longer_match_is_released(server: RunningServer) -
             pod = await cluster.get(PODS, "rel-worker-1")
             return pod is not None and not pod["metadata"].get("ownerReferences")
 
-        await eventually(released, what="rel-worker-1 released")
+        await until(released, timeout=DEADLINE, what="rel-worker-1 released")
         await cluster.settle()
         status = (await cluster.job_now("PyTorchJob", "rel"))["status"]
         assert status["replicaStatuses"]["Worker"]["active"] == 1, "no longer counted"
@@ -386,7 +387,7 @@ def test_gang_scheduling_without_the_pod_group_crd_is_not_ready_and_creates_no_p
                 async def checks() -> int:
                     return calls.count("podgroups")
 
-                await eventually(checks, what="the PodGroup CRD checked")
+                await until(checks, timeout=DEADLINE, what="the PodGroup CRD checked")
                 assert not manager.ready
                 assert manager.not_ready_reason == (
                     "gang scheduler 'scheduler-plugins' needs the PodGroup CRD"
@@ -401,7 +402,7 @@ def test_gang_scheduling_without_the_pod_group_crd_is_not_ready_and_creates_no_p
                             clock.advance(GANG_CRD_RECHECK_SECONDS)
                         return await checks() >= n
 
-                    await eventually(checked, what=f"check {round_}")
+                    await until(checked, timeout=DEADLINE, what=f"check {round_}")
                     assert not manager.ready
                 assert set(calls[3:]) == {"podgroups"}, "no informer, no reconcile started"
                 pods = await client.list(PODS, namespace=namespace)
@@ -414,7 +415,7 @@ def test_gang_scheduling_without_the_pod_group_crd_is_not_ready_and_creates_no_p
                         clock.advance(GANG_CRD_RECHECK_SECONDS)
                     return manager.ready
 
-                await eventually(started, what="ready once the CRD is installed")
+                await until(started, timeout=DEADLINE, what="ready once the CRD is installed")
 
                 async def group() -> Obj | None:
                     with contextlib.suppress(Exception):
@@ -423,12 +424,12 @@ def test_gang_scheduling_without_the_pod_group_crd_is_not_ready_and_creates_no_p
                         )
                     return None
 
-                await eventually(group, what="the PodGroup created")
+                await until(group, timeout=DEADLINE, what="the PodGroup created")
 
                 async def three_pods() -> bool:
                     return len((await client.list(PODS, namespace=namespace)).items) == 3
 
-                await eventually(three_pods, what="the gang's pods created")
+                await until(three_pods, timeout=DEADLINE, what="the gang's pods created")
             finally:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -468,7 +469,7 @@ def test_a_pod_group_crd_removed_while_running_stops_pod_creation(
                         clock.advance(GANG_CRD_RECHECK_SECONDS)
                     return manager.ready
 
-                await eventually(ready, what="the manager ready")
+                await until(ready, timeout=DEADLINE, what="the manager ready")
                 await client.delete(CRDS, name=group_crd)
 
                 async def unserved() -> bool:
@@ -478,7 +479,7 @@ def test_a_pod_group_crd_removed_while_running_stops_pod_creation(
                         return True
                     return False
 
-                await eventually(unserved, what="the PodGroup CRD gone")
+                await until(unserved, timeout=DEADLINE, what="the PodGroup CRD gone")
                 job = manifest("PyTorchJob", name="after")
                 job["metadata"]["namespace"] = namespace
                 await client.create(jobs, job, namespace=namespace)
@@ -487,11 +488,13 @@ def test_a_pod_group_crd_removed_while_running_stops_pod_creation(
                     listing = await client.list(EVENTS, namespace=namespace)
                     return [e for e in listing.items if e["reason"] == "FailedCreatePodGroup"]
 
-                events = await eventually(failed_create, what="FailedCreatePodGroup")
+                events = await until(failed_create, timeout=DEADLINE, what="FailedCreatePodGroup")
                 assert events[0]["message"].startswith("Error creating: ")
                 for _ in range(3):  # retried with backoff: still no pod
                     clock.advance(GANG_CRD_RECHECK_SECONDS)
-                    await eventually(partial(_more, failed_create, len(events)), what="a retry")
+                    await until(
+                        partial(_more, failed_create, len(events)), timeout=DEADLINE, what="a retry"
+                    )
                     events = await failed_create()
                 assert (await client.list(PODS, namespace=namespace)).items == []
             finally:

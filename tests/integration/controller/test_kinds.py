@@ -17,11 +17,11 @@ import pytest
 
 from tests.integration.cluster.apiserver.conftest import RunningServer
 from tests.integration.controller.cluster import (
+    DEADLINE,
     Cluster,
     annotate,
     condition,
     condition_on,
-    eventually,
     is_true,
     replica_count,
     replica_counts,
@@ -30,6 +30,7 @@ from tests.integration.controller.cluster import (
     sim_annotations,
     start_cluster_server,
 )
+from tests.polling import until
 from tests.unit.api.builders import manifest
 from trainop.api import manifest as wire
 from trainop.api.kinds import KINDS, kind_info
@@ -244,8 +245,8 @@ def test_a_failed_worker_is_recreated_and_the_job_recovers(
             await cluster.advance(10)
         else:
             await evict(cluster, "retry-worker-0")
-        restarting = await eventually(
-            lambda: cluster.events(f"{kind}Restarting"), what="a Restarting event"
+        restarting = await until(
+            lambda: cluster.events(f"{kind}Restarting"), timeout=DEADLINE, what="a Restarting event"
         )
         assert restarting[0]["type"] == "Warning"
         assert "Worker replica(s) failed" in restarting[0]["message"]
@@ -255,7 +256,7 @@ def test_a_failed_worker_is_recreated_and_the_job_recovers(
             uid = pods["retry-worker-0"]["metadata"]["uid"]
             return pods if uid != before["retry-worker-0"]["metadata"]["uid"] else None
 
-        await eventually(recreated, what="worker-0 recreated and running")
+        await until(recreated, timeout=DEADLINE, what="worker-0 recreated and running")
         job_now = await cluster.until_condition(kind, "retry", "Running")
         assert condition(job_now, "Restarting") is None, "Running replaces Restarting"
         assert job_now["status"]["restarts"] >= 1
@@ -294,7 +295,9 @@ def test_backoff_limit_exhausted_fails_the_job(server: RunningServer, kind: str)
         job = await cluster.create_job(spec)
         await cluster.until_pods("backoff", replica_count(job), "Running")
         await cluster.advance(10)  # first failure: one restart, within the limit
-        await eventually(lambda: cluster.events(f"{kind}Restarting"), what="first restart")
+        await until(
+            lambda: cluster.events(f"{kind}Restarting"), timeout=DEADLINE, what="first restart"
+        )
         await cluster.until_pods("backoff", replica_count(job), "Running")
         assert not is_true(await cluster.job_now(kind, "backoff"), "Failed")
         await cluster.advance(10)  # second failure: a second restart would exceed the limit
@@ -363,7 +366,9 @@ def test_ttl_deletes_the_finished_job_on_time(server: RunningServer, kind: str) 
         await cluster.advance(59)
         assert await cluster.job_now(kind, "ttl") is not None
         await cluster.advance(1)
-        await eventually(lambda: _is_gone(cluster, kind, "ttl"), what="the job deleted")
+        await until(
+            lambda: _is_gone(cluster, kind, "ttl"), timeout=DEADLINE, what="the job deleted"
+        )
         events = await cluster.events("SuccessfulDeleteJob")
         assert [e["message"] for e in events] == ["Deleted job: ttl"]
 
@@ -482,7 +487,9 @@ def test_gang_scheduling_creates_and_deletes_the_pod_group(
 
     async def body(cluster: Cluster) -> None:
         job = await cluster.create_job(manifest(kind, name="gang"))
-        group = await eventually(lambda: cluster.get(resource, "gang"), what="the PodGroup")
+        group = await until(
+            lambda: cluster.get(resource, "gang"), timeout=DEADLINE, what="the PodGroup"
+        )
         assert group["apiVersion"] == resource.api_version
         assert group["spec"]["minMember"] == replica_count(job)
         assert_owned_by(group, job)
@@ -499,7 +506,9 @@ def test_gang_scheduling_creates_and_deletes_the_pod_group(
                 assert pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "gang"
         await cluster.advance(30)
         await cluster.until_condition(kind, "gang", "Succeeded")
-        await eventually(lambda: _absent(cluster, resource, "gang"), what="PodGroup deleted")
+        await until(
+            lambda: _absent(cluster, resource, "gang"), timeout=DEADLINE, what="PodGroup deleted"
+        )
 
     options = ManagerOptions(engine=EngineOptions(gang_scheduler_name=scheduler_name))
     run_cluster(server, body, options=options)

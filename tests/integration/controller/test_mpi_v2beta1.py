@@ -14,13 +14,14 @@ import pytest
 
 from tests.integration.cluster.apiserver.conftest import RunningServer
 from tests.integration.controller.cluster import (
+    DEADLINE,
     Cluster,
-    eventually,
     is_true,
     run_cluster,
     sim_annotations,
     start_cluster_server,
 )
+from tests.polling import until
 from trainop.cluster.controllers.batchjob import JOBS, LocalJobController
 from trainop.controller.manager import ManagerOptions
 from trainop.kube.resources import PODS, SECRETS, Resource
@@ -85,7 +86,7 @@ def test_wait_for_workers_ready_then_the_launcher_jobs_success(server: RunningSe
         async def launcher_job() -> Any:
             return await cluster.get(JOBS, "pi-launcher")
 
-        await eventually(launcher_job, what="the launcher Job")
+        await until(launcher_job, timeout=DEADLINE, what="the launcher Job")
         await cluster.advance(1)  # the Job controller's pod starts
         pods = await cluster.client.list(
             PODS, namespace=cluster.namespace, label_selector="batch.kubernetes.io/job-name"
@@ -110,6 +111,6 @@ def test_wait_for_workers_ready_then_the_launcher_jobs_success(server: RunningSe
             pods = await cluster.client.list(PODS, namespace=cluster.namespace)
             return left == [None, None] and not pods.items
 
-        await eventually(all_gone, what="the job's objects garbage-collected")
+        await until(all_gone, timeout=DEADLINE, what="the job's objects garbage-collected")
 
     run_cluster(server, body, options=ManagerOptions(kinds=("MPIJob",)))

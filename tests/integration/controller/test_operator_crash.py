@@ -52,9 +52,9 @@ from tests.integration.controller.operator_process import (
     api_client,
     custom,
     install_crds,
-    until,
 )
 from tests.integration.controller.write_history import History, Slot, check_history, true_conditions
+from tests.polling import wait_for
 from tests.unit.api.builders import manifest
 from trainop.api.kinds import kind_info
 from trainop.cluster.kubelet.sim import PREFIX, SimulatedKubelet
@@ -284,17 +284,17 @@ def kill_at_random(
     deterministic names keep a second create of a slot from making a second pod.
     """
     if successor is not None:
-        until(lambda: _answers(successor, "/readyz"), timeout=60, what="successor /readyz")
+        wait_for(lambda: _answers(successor, "/readyz"), timeout=60, what="successor /readyz")
         delay = rng.uniform(*READY_KILL_WINDOW)
         kills.after_ready += 1
         kills.overlapping += 1
     elif rng.random() < STARTUP_KILL_SHARE:
         # /healthz answers once the probes are up, before the caches list: kill in the sync.
-        until(lambda: _answers(operator, "/healthz"), timeout=60, what="/healthz")
+        wait_for(lambda: _answers(operator, "/healthz"), timeout=60, what="/healthz")
         delay = rng.uniform(*STARTUP_KILL_WINDOW)
         kills.at_startup += 1
     else:
-        until(lambda: _answers(operator, "/readyz"), timeout=60, what="/readyz")
+        wait_for(lambda: _answers(operator, "/readyz"), timeout=60, what="/readyz")
         delay = rng.uniform(*READY_KILL_WINDOW)
         kills.after_ready += 1
     # Not waiting for a state: ``delay`` picks the moment of the kill. An operator that exits
@@ -356,7 +356,7 @@ def test_the_operator_killed_at_random_converges_without_duplicates(
         kubelet.start()
         kills = run_with_kills(plans, incarnations, history, rng)
         killed_at = time.monotonic()
-        until(
+        wait_for(
             lambda: history.progress()[1] == JOBS,
             timeout=CONVERGE_DEADLINE,
             what=f"all {JOBS} jobs Succeeded (seed {seed})",

@@ -22,8 +22,8 @@ from tests.integration.controller.operator_process import (
     custom,
     get_job,
     install_crds,
-    until,
 )
+from tests.polling import wait_for
 from tests.unit.api.builders import manifest
 
 JOB_COUNTERS = {
@@ -135,7 +135,11 @@ def test_operator_reconciles_serves_metrics_and_stops_on_sigterm(
         webhook_cert_dir=certs,
     )
     try:
-        until(lambda: http_get(operator.health_port, "/readyz")[0] == 200, what="/readyz 200")
+        wait_for(
+            lambda: http_get(operator.health_port, "/readyz")[0] == 200,
+            timeout=30,
+            what="/readyz 200",
+        )
         assert http_get(operator.health_port, "/healthz") == (200, "ok")
         denial = admission_review(operator.webhook_port, certs / "ca.crt")
         assert denial["response"]["allowed"] is False
@@ -144,16 +148,17 @@ def test_operator_reconciles_serves_metrics_and_stops_on_sigterm(
         custom(api).create_namespaced_custom_object(
             "kubeflow.org", "v1", "default", "pytorchjobs", manifest("PyTorchJob", name="m1")
         )
-        until(lambda: len(pods_of(api, "m1")) == 3, what="three pods")
+        wait_for(lambda: len(pods_of(api, "m1")) == 3, timeout=30, what="three pods")
         set_pods_phase(api, "m1", "Running")
         set_pods_phase(api, "m1", "Succeeded")
-        until(
+        wait_for(
             lambda: any(
                 c["type"] == "Succeeded" and c["status"] == "True"
                 for c in (get_job(api, "pytorchjobs", "m1").get("status") or {}).get(
                     "conditions", []
                 )
             ),
+            timeout=30,
             what="Succeeded",
         )
         status, text = http_get(operator.metrics_port, "/metrics")
@@ -197,10 +202,12 @@ def test_a_restarted_operator_does_not_count_existing_jobs_again(
             server.kubeconfig, "--enable-scheme", "jaxjob", log=tmp_path / "operator.log"
         )
         try:
-            until(lambda: len(pods_of(api, "j1")) == 2, what="JAX pods")
+            wait_for(lambda: len(pods_of(api, "j1")) == 2, timeout=30, what="JAX pods")
             port = operator.metrics_port
             # Wait until this operator has finished reconciling the job at least once.
-            until(partial(reconciles_done, port, "JAXJob"), what="a completed reconcile")
+            wait_for(
+                partial(reconciles_done, port, "JAXJob"), timeout=30, what="a completed reconcile"
+            )
             created = samples(port, "training_operator_jobs_created", framework="jax")
             assert created == ([1.0] if attempt == 0 else []), f"attempt {attempt}: {created}"
         finally:
@@ -251,20 +258,22 @@ def test_leader_election_one_reconciles_and_a_standby_takes_over(
             return None
         return lease.spec.holder_identity
 
-    leader = until(holder, what="a leader")
+    leader = wait_for(holder, timeout=30, what="a leader")
     second = OperatorProcess(server.kubeconfig, *election, log=tmp_path / "b.log")
     try:
         custom(api).create_namespaced_custom_object(
             "kubeflow.org", "v1", "default", "xgboostjobs", manifest("XGBoostJob", name="x1")
         )
-        until(lambda: len(pods_of(api, "x1")) == 3, what="pods from the leader")
+        wait_for(lambda: len(pods_of(api, "x1")) == 3, timeout=30, what="pods from the leader")
         assert holder() == leader
         assert http_get(second.health_port, "/readyz")[0] != 200, "the standby is not reconciling"
         first.stop(signal.SIGKILL)
-        new_leader = until(lambda: (h := holder()) != leader and h, timeout=20, what="takeover")
+        new_leader = wait_for(lambda: (h := holder()) != leader and h, timeout=20, what="takeover")
         assert new_leader
         k8s.CoreV1Api(api).delete_namespaced_pod("x1-worker-0", "default")
-        until(lambda: "x1-worker-0" in pods_of(api, "x1"), timeout=20, what="the new leader acts")
+        wait_for(
+            lambda: "x1-worker-0" in pods_of(api, "x1"), timeout=20, what="the new leader acts"
+        )
     finally:
         second.stop()
 
@@ -285,8 +294,9 @@ def test_gang_scheduling_without_its_pod_group_crd_fails_readyz_naming_the_crd(
         log=tmp_path / "operator.log",
     )
     try:
-        status, body = until(
+        status, body = wait_for(
             lambda: "PodGroup" in (found := http_get(operator.health_port, "/readyz"))[1] and found,
+            timeout=30,
             what="/readyz naming the PodGroup CRD",
         )
         assert (status, body) == (

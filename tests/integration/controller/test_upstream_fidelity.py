@@ -24,11 +24,11 @@ from prometheus_client.samples import Sample
 
 from tests.integration.cluster.apiserver.conftest import RunningServer
 from tests.integration.controller.cluster import (
+    DEADLINE,
     Cluster,
     annotate,
     condition,
     condition_on,
-    eventually,
     replica_count,
     replica_spec,
     run_cluster,
@@ -39,8 +39,8 @@ from tests.integration.controller.operator_process import (
     api_client,
     custom,
     get_job,
-    until,
 )
+from tests.polling import NotYet, until, wait_for
 from tests.unit.api.builders import manifest
 from trainop import errors
 from trainop.api.kinds import KINDS
@@ -132,7 +132,9 @@ def test_exit_code_failure_uses_upstreams_message(server: RunningServer, kind: s
         assert (
             found["message"] == 'job "unretryable" is failing because "Worker" replica(s) failed.'
         )
-        events = await eventually(lambda: cluster.events(f"{kind}Failed"), what="Failed event")
+        events = await until(
+            lambda: cluster.events(f"{kind}Failed"), timeout=DEADLINE, what="Failed event"
+        )
         assert [(e["type"], e["message"]) for e in events] == [("Warning", found["message"])]
 
     run_cluster(server, body)
@@ -152,7 +154,9 @@ def test_restart_uses_upstreams_message(server: RunningServer, kind: str) -> Non
         job = await cluster.create_job(spec)
         await cluster.until_pods("again", replica_count(job), "Running")
         await cluster.advance(10)
-        events = await eventually(lambda: cluster.events(f"{kind}Restarting"), what="restart")
+        events = await until(
+            lambda: cluster.events(f"{kind}Restarting"), timeout=DEADLINE, what="restart"
+        )
         message = "job again is restarting because Worker replica(s) failed."
         assert {(e["type"], e["message"]) for e in events} == {("Warning", message)}
 
@@ -172,16 +176,12 @@ KUBEXEC_MAIN = (
 
 
 async def _config_data(cluster: Cluster, name: str, key: str, wanted: str) -> str:
-    async def probe() -> str | None:
+    async def probe() -> str | NotYet:
         found = await cluster.get(CONFIGMAPS, f"{name}-config")
         value = ((found or {}).get("data") or {}).get(key)
-        return value if value == wanted else None
+        return value if value == wanted else NotYet(value)
 
-    try:
-        found: str = await eventually(probe, what=f"{key} of {name}", timeout=10)
-    except AssertionError:
-        config = await cluster.get(CONFIGMAPS, f"{name}-config")
-        raise AssertionError(f"{key}: {((config or {}).get('data') or {}).get(key)!r}") from None
+    found: str = await until(probe, what=f"{key} of {name}", timeout=10)
     return found
 
 
@@ -225,13 +225,11 @@ def test_mpi_pod_events_are_worded_as_upstreams(server: RunningServer) -> None:
             return sorted((e["type"], e["message"]) for e in await cluster.events(reason))
 
         async def until_messages(reason: str, wanted: list[tuple[str, str]]) -> None:
-            async def probe() -> bool:
-                return await messages(reason) == wanted
+            async def probe() -> bool | NotYet:
+                found = await messages(reason)
+                return found == wanted or NotYet(found)
 
-            try:
-                await eventually(probe, what=f"{reason} events", timeout=10)
-            except AssertionError:
-                raise AssertionError(f"{reason}: {await messages(reason)}") from None
+            await until(probe, what=f"{reason} events", timeout=10)
 
         await until_messages(
             "SuccessfulCreatePod",
@@ -254,14 +252,16 @@ def test_mpi_pod_events_are_worded_as_upstreams(server: RunningServer) -> None:
         replica_spec(torch, "Master")["template"]["spec"]["restartPolicy"] = "OnFailure"
         await cluster.create_job(torch)
         await cluster.until_pods("tev", 3)
-        await eventually(
-            lambda: cluster.events("SetPodTemplateRestartPolicy"), what="the common warning"
+        await until(
+            lambda: cluster.events("SetPodTemplateRestartPolicy"),
+            timeout=DEADLINE,
+            what="the common warning",
         )
 
         async def common_wording() -> bool:
             return ("Normal", "Created pod: tev-master-0") in await messages("SuccessfulCreatePod")
 
-        await eventually(common_wording, what="Created pod: tev-master-0", timeout=10)
+        await until(common_wording, what="Created pod: tev-master-0", timeout=10)
 
     run_cluster(server, body)
 
@@ -282,8 +282,10 @@ def test_mpi_launcher_account_named_in_the_template_is_created_when_missing(
         job = await cluster.create_job(_with_account("sa", "trainer"))
         pods = await cluster.until_pods("sa", 3)
         assert pods["sa-launcher"]["spec"]["serviceAccountName"] == "trainer"
-        account = await eventually(
-            lambda: cluster.get(SERVICEACCOUNTS, "trainer"), what="ServiceAccount trainer"
+        account = await until(
+            lambda: cluster.get(SERVICEACCOUNTS, "trainer"),
+            timeout=DEADLINE,
+            what="ServiceAccount trainer",
         )
         assert account["metadata"]["labels"]["app"] == "sa"
         [owner] = account["metadata"]["ownerReferences"]
@@ -499,10 +501,14 @@ def test_operator_serves_controller_runtime_metrics(server: RunningServer, tmp_p
             "kubeflow.org", "v1", namespace, "pytorchjobs", job
         )
         core = k8s.CoreV1Api(api)
-        until(lambda: len(core.list_namespaced_pod(namespace).items) == 3, what="three pods")
+        wait_for(
+            lambda: len(core.list_namespaced_pod(namespace).items) == 3,
+            timeout=30,
+            what="three pods",
+        )
         _set_phase(api, namespace, "Running")
         _set_phase(api, namespace, "Succeeded")
-        until(partial(_job_succeeded, api, namespace), what="Succeeded")
+        wait_for(partial(_job_succeeded, api, namespace), timeout=30, what="Succeeded")
         controller = "pytorchjob-controller"
 
         def settled() -> dict[str, list[Sample]] | None:
@@ -511,7 +517,7 @@ def test_operator_serves_controller_runtime_metrics(server: RunningServer, tmp_p
             works = _value(families, "workqueue_work_duration_seconds_count", name=controller)
             return families if gets and gets == works else None
 
-        families = until(settled, what="every key handed out was done")
+        families = wait_for(settled, timeout=30, what="every key handed out was done")
         results = {
             result: _value(
                 families, "controller_runtime_reconcile_total", controller=controller, result=result

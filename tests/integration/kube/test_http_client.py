@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from tests.integration.cluster.apiserver.conftest import RunningServer, start_server
+from tests.polling import until
 from tests.unit.api.builders import manifest
 from trainop import errors
 from trainop.api.kinds import kind_info
@@ -131,9 +132,7 @@ def test_generated_crd_installs_and_a_reconcile_creates_real_pods(server: Runnin
                 recorder=EventRecorder(client=client, clock=LoopClock()),
             )
             await reconciler.reconcile("default/real")
-            async with asyncio.timeout(10):
-                while len(owned.pods.items()) < 3:
-                    await asyncio.sleep(0.01)
+            await until(lambda: len(owned.pods.items()) >= 3, timeout=10, what="three pods cached")
             names = sorted(p["metadata"]["name"] for p in owned.pods.items())
             assert names == ["real-master-0", "real-worker-0", "real-worker-1"]
             master = owned.pods.get("default", "real-master-0")

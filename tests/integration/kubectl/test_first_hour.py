@@ -21,6 +21,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.stream import stream
 
+from tests import polling
 from tests.integration.cluster.apiserver import rawhttps
 from tests.integration.kubectl.conftest import QUICK, Kubectl, one_master_job, write
 from trainop.cluster.apiserver.http import tls
@@ -35,12 +36,14 @@ def _needs(kubectl: Kubectl, minor: int, what: str) -> None:
 
 
 def _eventually(read: Callable[[], str], *needles: str, timeout: float = 30) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
+    """``read()``'s text once it contains every one of ``needles``."""
+
+    def probe() -> str | polling.NotYet:
         text = read()
-        if all(n in text for n in needles) or time.monotonic() > deadline:
-            return text
-        time.sleep(0.2)
+        return text if all(n in text for n in needles) else polling.NotYet(text)
+
+    found: str = polling.wait_for(probe, timeout=timeout, what=repr(needles), interval=0.2)
+    return found
 
 
 def test_describe_and_events_show_the_jobs_events(
@@ -117,13 +120,12 @@ def test_auth_can_i_and_whoami(kubectl: Kubectl) -> None:
 
 
 def test_default_service_account(kubectl: Kubectl, ns: str) -> None:
-    deadline = time.monotonic() + 20
-    while True:
+
+    def listed() -> subprocess.CompletedProcess[str] | polling.NotYet:
         done = kubectl.run("get", "serviceaccount", "default", "-n", ns, check=False)
-        if done.returncode == 0 or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    assert done.returncode == 0, done.stderr
+        return done if done.returncode == 0 else polling.NotYet(done.stderr)
+
+    done = polling.wait_for(listed, timeout=20, what="the default ServiceAccount", interval=0.2)
     assert done.stdout.splitlines()[0].split() == ["NAME", "SECRETS", "AGE"]
     assert done.stdout.splitlines()[1].split()[:2] == ["default", "0"]
 
@@ -183,13 +185,12 @@ spec:
 
 
 def _started(kubectl: Kubectl, ns: str, name: str) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        done = kubectl.run("logs", "-n", ns, name, check=False)
-        if "ready" in done.stdout:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{name} did not start")
+    polling.wait_for(
+        lambda: "ready" in kubectl.run("logs", "-n", ns, name, check=False).stdout,
+        timeout=30,
+        what=f"{name} started",
+        interval=0.2,
+    )
 
 
 def test_pod_deletion_honours_the_grace_period(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
@@ -212,12 +213,7 @@ def test_pod_deletion_honours_the_grace_period(kubectl: Kubectl, ns: str, tmp_pa
 
 
 def test_get_nodes_shows_the_local_node(kubectl: Kubectl) -> None:
-    deadline = time.monotonic() + 30
-    while True:
-        listed = kubectl.out("get", "nodes")
-        if "trainop-local" in listed or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+    listed = _eventually(lambda: kubectl.out("get", "nodes"), "trainop-local")
     rows = listed.splitlines()
     assert rows[0].split() == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
     assert rows[1].split()[:3] == ["trainop-local", "Ready", "<none>"]
@@ -318,16 +314,16 @@ def test_port_forward_reaches_the_pods_port(kubectl: Kubectl, ns: str, tmp_path:
     _started(kubectl, ns, "web")
     forward = _port_forward(kubectl, ns, "pod/web", f"{local}:{remote}")
     try:
-        deadline = time.monotonic() + 30
-        while True:
+
+        def fetched() -> str | polling.NotYet:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{local}/hello.txt", timeout=5) as r:
-                    body = r.read().decode()
-                break
-            except OSError:
+                    return str(r.read().decode())
+            except OSError as error:
                 assert forward.poll() is None, forward.communicate()
-                assert time.monotonic() < deadline, "port-forward never answered"
-                time.sleep(0.3)
+                return polling.NotYet(error)
+
+        body = polling.wait_for(fetched, timeout=30, what="port-forward answered", interval=0.3)
         assert body == "hello through port-forward\n"
         for _ in range(3):  # one SPDY connection, a stream pair per TCP connection
             with urllib.request.urlopen(f"http://127.0.0.1:{local}/hello.txt", timeout=5) as r:
@@ -339,16 +335,17 @@ def test_port_forward_reaches_the_pods_port(kubectl: Kubectl, ns: str, tmp_path:
     closed, local = _free_port(), _free_port()  # nothing listens on ``closed``
     forward = _port_forward(kubectl, ns, "pod/web", f"{local}:{closed}")
     try:
-        deadline = time.monotonic() + 30
-        while True:
+
+        def answered() -> bool | polling.NotYet:
             try:
                 with socket.create_connection(("127.0.0.1", local), timeout=5) as conn:
                     conn.sendall(b"GET / HTTP/1.0\r\n\r\n")
                     conn.recv(100)
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "port-forward never listened"
-                time.sleep(0.3)
+            except OSError as error:
+                return polling.NotYet(error)
+            return True
+
+        polling.wait_for(answered, timeout=30, what="port-forward listened", interval=0.3)
     finally:  # kubectl logs the error before it closes the local connection
         forward.terminate()
         out, err = forward.communicate(timeout=10)
@@ -522,10 +519,12 @@ HUNG = one_master_job(
 def test_exec_into_a_running_replica(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
     _needs(kubectl, 30, "exec")
     kubectl.run("apply", "-n", ns, "-f", write(tmp_path, HUNG))
-    deadline = time.monotonic() + 60
-    while "up" not in kubectl.run("logs", "-n", ns, "hung-master-0", check=False).stdout:
-        assert time.monotonic() < deadline, "the replica did not start"
-        time.sleep(0.2)
+    polling.wait_for(
+        lambda: "up" in kubectl.run("logs", "-n", ns, "hung-master-0", check=False).stdout,
+        timeout=60,
+        what="the replica started",
+        interval=0.2,
+    )
     rank = kubectl.out(
         "exec", "-n", ns, "hung-master-0", "--", "sh", "-c", "echo $RANK $WORLD_SIZE"
     )
@@ -616,10 +615,12 @@ def test_a_terminal_session_ends_with_its_container(
 
 
 def test_create_token_says_local_mode_issues_none(kubectl: Kubectl, ns: str) -> None:
-    deadline = time.monotonic() + 20
-    while kubectl.run("get", "sa", "default", "-n", ns, check=False).returncode != 0:
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    polling.wait_for(
+        lambda: kubectl.run("get", "sa", "default", "-n", ns, check=False).returncode == 0,
+        timeout=20,
+        what="the default ServiceAccount",
+        interval=0.2,
+    )
     done = kubectl.run("create", "token", "default", "-n", ns, check=False)
     assert done.returncode == 1
     assert "service account tokens are not issued in local mode" in done.stderr

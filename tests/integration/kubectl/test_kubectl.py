@@ -12,13 +12,13 @@ import json
 import queue
 import subprocess
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from tests import polling
 from tests.integration.kubectl.conftest import QUICK, ROOT, Kubectl, write
 
 
@@ -138,10 +138,13 @@ def test_get_watch_prints_rows(kubectl: Kubectl, ns: str, tmp_path: Path) -> Non
     try:
         kubectl.run("apply", "-n", ns, "-f", write(tmp_path, QUICK))
         seen: list[str] = []
-        deadline = time.monotonic() + 60
-        while not any("Completed" in line for line in seen) and time.monotonic() < deadline:
+
+        def completed() -> bool | polling.NotYet:
             with contextlib.suppress(queue.Empty):
-                seen.append(lines.get(timeout=1))
+                seen.append(lines.get(timeout=1))  # the wait between reads
+            return any("Completed" in line for line in seen) or polling.NotYet(seen)
+
+        polling.wait_for(completed, timeout=60, what="a Completed line", interval=0)
     finally:
         watcher.terminate()
         watcher.wait(timeout=10)
@@ -152,12 +155,14 @@ def test_get_watch_prints_rows(kubectl: Kubectl, ns: str, tmp_path: Path) -> Non
 
 
 def _until(read: Callable[[], str], needle: str, timeout: float = 30) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
+    """``read()``'s text once it contains ``needle``."""
+
+    def probe() -> str | polling.NotYet:
         text = read()
-        if needle in text or time.monotonic() > deadline:
-            return text
-        time.sleep(0.2)
+        return text if needle in text else polling.NotYet(text)
+
+    found: str = polling.wait_for(probe, timeout=timeout, what=repr(needle), interval=0.2)
+    return found
 
 
 def test_server_side_apply_conflict_and_force(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from tests import polling
 from tests.unit.api.builders import manifest
 from trainop.api.kinds import kind_info
 from trainop.cluster.kubelet.sim import SimulatedKubelet
@@ -22,13 +23,15 @@ def simulated(client: Client, clock: Clock) -> SimulatedKubelet:
 
 
 async def wait_for_condition(client: Client, name: str, condition: str) -> dict[str, object]:
-    async with asyncio.timeout(30):
-        while True:
-            job = await client.get(PYTORCH, name=name, namespace="default")
-            conditions = (job.get("status") or {}).get("conditions") or []
-            if any(c["type"] == condition and c["status"] == "True" for c in conditions):
-                return job
-            await asyncio.sleep(0.02)
+    async def probe() -> dict[str, object] | polling.NotYet:
+        job = await client.get(PYTORCH, name=name, namespace="default")
+        conditions = (job.get("status") or {}).get("conditions") or []
+        if any(c["type"] == condition and c["status"] == "True" for c in conditions):
+            return job
+        return polling.NotYet(conditions)
+
+    found: dict[str, object] = await polling.until(probe, timeout=30, what=f"{name} {condition}")
+    return found
 
 
 def test_a_job_runs_with_loopback_addresses_and_survives_a_restart(tmp_path: Path) -> None:

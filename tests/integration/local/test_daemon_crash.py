@@ -15,15 +15,14 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from tests.integration.controller.operator_process import until
 from tests.integration.local.conftest import trainop
+from tests.polling import wait_for
 
 BLOCKING = """
 import os, sys, time
@@ -99,7 +98,7 @@ def test_kill_9_of_the_daemon_neither_reruns_finished_work_nor_never_pods(
         )
     workers = [f"{j}-worker-{i}" for j in ("never", "onfail") for i in (0, 1)]
     masters = {j: markers / f"{j}-master" for j in ("never", "onfail")}
-    until(
+    wait_for(
         lambda: (
             all(phase(core, w) == "Succeeded" for w in workers)
             and all(len(lines(m)) == 1 for m in masters.values())
@@ -107,7 +106,7 @@ def test_kill_9_of_the_daemon_neither_reruns_finished_work_nor_never_pods(
         timeout=90,
         what="workers Succeeded and masters running",
     )
-    until(
+    wait_for(
         lambda: all(phase(core, f"{j}-master-0") == "Running" for j in masters),
         timeout=30,
         what="masters reported Running",
@@ -116,17 +115,18 @@ def test_kill_9_of_the_daemon_neither_reruns_finished_work_nor_never_pods(
     daemon = int((state / "trainop.pid").read_text())
     os.kill(daemon, signal.SIGKILL)
     lost = [int(lines(m)[0]) for m in masters.values()]
-    deadline = time.monotonic() + 30
-    while any(alive(p) for p in [daemon, *lost]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(alive(p) for p in [daemon, *lost]), "processes outlived the daemon"
+    wait_for(
+        lambda: not any(alive(p) for p in [daemon, *lost]),
+        timeout=30,
+        what="no process outlived the daemon",
+    )
     (markers / "go").touch()
 
     restarted = trainop(state, "up")
     assert restarted.returncode == 0, restarted.stdout + restarted.stderr
     api = k8s_config.new_client_from_config(config_file=str(state / "kubeconfig"))
     custom, core = k8s.CustomObjectsApi(api), k8s.CoreV1Api(api)
-    until(
+    wait_for(
         lambda: (
             "Failed" in conditions(custom, "never") and "Succeeded" in conditions(custom, "onfail")
         ),

@@ -11,11 +11,12 @@ another at 60 to 100 pods per second).
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from tests import polling
 from trainop.api.kinds import kind_info
 from trainop.kube.client import Client, Obj
 from trainop.kube.clock import FakeClock
@@ -46,22 +47,32 @@ def command_less_job() -> Obj:
 
 async def until(client: Client, predicate: Callable[[Obj], bool], *, timeout: float = 20.0) -> Obj:
     """Poll the pod until ``predicate`` holds (real-time deadline)."""
-    found: Obj = {}
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    async def probe() -> Obj | polling.NotYet:
         try:
             found = await client.get(PODS, name=POD, namespace="default")
         except Exception:  # not created yet
-            found = {}
-        if found and predicate(found):
-            return found
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"pod {POD} never matched; last status: {found.get('status')}")
+            return polling.NotYet(None)
+        return found if predicate(found) else polling.NotYet(found.get("status"))
+
+    pod: Obj = await polling.until(probe, timeout=timeout, what=f"pod {POD} to match")
+    return pod
 
 
 def entry(pod: Obj) -> dict[str, Any]:
     statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
     return dict(statuses[0])
+
+
+def failed_at(pod: Obj) -> str:
+    """When the last start failed, in the kubelet's (fake) clock: the proof that a restart
+    did not come early (an early one, run while the test reads the pod, is stamped then)."""
+    return str(entry(pod)["lastState"]["terminated"]["finishedAt"])
+
+
+def at(seconds: int) -> str:
+    """The wire time ``seconds`` after a ``FakeClock``'s start (the test's clock)."""
+    return (FakeClock().now() + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def failed_to_create(count: int) -> Callable[[Obj], bool]:
@@ -122,17 +133,17 @@ def test_a_command_less_on_failure_pod_crash_loops_in_place(tmp_path: Path) -> N
                 )
 
                 clock.advance(8.5)  # 9.5 s after the failure: not yet
-                await asyncio.sleep(0.3)
                 assert entry(await until(client, lambda _: True))["restartCount"] == 0
                 clock.advance(0.5)
-                await until(client, failed_to_create(1))
+                pod = await until(client, failed_to_create(1))
+                assert failed_at(pod) == at(10), "the restart waited the whole 10 s"
                 clock.advance(1.0)
                 await until(client, backing_off(1, "20s"))
                 clock.advance(18.0)
-                await asyncio.sleep(0.3)
                 assert entry(await until(client, lambda _: True))["restartCount"] == 1
                 clock.advance(1.0)
-                await until(client, failed_to_create(2))
+                pod = await until(client, failed_to_create(2))
+                assert failed_at(pod) == at(30), "the restart waited the whole 20 s"
                 clock.advance(1.0)
                 await until(client, backing_off(2, "40s"))
                 clock.advance(39.0)

@@ -9,9 +9,9 @@ from pathlib import Path
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from tests.integration.controller.operator_process import until
 from tests.integration.local.conftest import trainop
 from tests.integration.local.test_trainop_run import job, py
+from tests.polling import wait_for
 
 
 def api(state: Path) -> k8s.ApiClient:
@@ -38,7 +38,7 @@ def test_up_run_a_job_with_the_official_client_down_up_and_it_is_still_there(sta
         "pytorchjobs",
         job("daemon", master=py(hello), worker=py(hello)),
     )
-    until(
+    wait_for(
         lambda: ("Succeeded", "True") in conditions(custom, "daemon"), timeout=60, what="Succeeded"
     )
     log = k8s.CoreV1Api(api(state)).read_namespaced_pod_log("daemon-worker-1", "default")
@@ -71,7 +71,9 @@ def test_up_starts_pods_in_its_working_directory_and_offers_the_cpus_it_is_given
     for spec in manifest["spec"]["pytorchReplicaSpecs"].values():
         spec["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
     custom.create_namespaced_custom_object("kubeflow.org", "v1", "default", "pytorchjobs", manifest)
-    until(lambda: ("Succeeded", "True") in conditions(custom, "wd"), timeout=60, what="Succeeded")
+    wait_for(
+        lambda: ("Succeeded", "True") in conditions(custom, "wd"), timeout=60, what="Succeeded"
+    )
     core = k8s.CoreV1Api(api(state))
     assert f"hello from {project}" in core.read_namespaced_pod_log("wd-master-0", "default")
     assert core.read_node("trainop-local").status.allocatable["cpu"] == "1"
@@ -86,6 +88,6 @@ def test_up_starts_pods_in_its_working_directory_and_offers_the_cpus_it_is_given
         ended = [s.state.terminated for s in statuses if s.state.terminated]
         return [(t.started_at, t.finished_at) for t in ended] if len(ended) == 2 else []
 
-    until(lambda: bool(finished()), timeout=60, what="both replicas finished")
+    wait_for(lambda: bool(finished()), timeout=60, what="both replicas finished")
     first, second = sorted(finished(), key=lambda span: str(span[0]))
     assert str(first[1]) <= str(second[0])

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from tests.polling import until
 from trainop import errors
 from trainop.api.kinds import kind_info
 from trainop.controller.manager import ManagerOptions
@@ -58,17 +59,6 @@ def job(name: str, release: Path, *, cpu: str, workers: int = 0, min_available: 
     }
 
 
-async def until(what: str, probe: Any) -> Any:
-    """Poll ``probe`` (an async callable) until it returns something truthy."""
-    async with asyncio.timeout(WAIT):
-        while True:
-            value = await probe()
-            if value:
-                return value
-            await asyncio.sleep(0.05)
-    raise AssertionError(what)  # unreachable
-
-
 async def pod(client: Client, name: str) -> dict[str, Any] | None:
     listed = await client.list(PODS, namespace="default")
     return next((p for p in listed.items if p["metadata"]["name"] == name), None)
@@ -109,7 +99,7 @@ async def hog_then_gang(tmp_path: Path, gang_scheduler_name: str) -> AsyncIterat
     async with machine_cluster(config, working_dir=tmp_path, resources=NODE) as cluster:
         client = cluster.client
         await client.create(PYTORCH, job("hog", tmp_path / "go-hog", cpu="1"))
-        await until("hog runs", lambda: running(client, "hog-master-0"))
+        await until(lambda: running(client, "hog-master-0"), timeout=WAIT, what="hog runs")
         gang = job("gang", tmp_path / "go-gang", cpu="1", workers=1, min_available=2)
         await client.create(PYTORCH, gang)
         yield client
@@ -122,14 +112,14 @@ def test_a_second_job_asking_for_all_cpus_waits_until_the_first_finishes(tmp_pat
         async with machine_cluster(config, working_dir=tmp_path, resources=NODE) as cluster:
             client = cluster.client
             await client.create(PYTORCH, job("first", tmp_path / "go-first", cpu="2"))
-            await until("first runs", lambda: running(client, "first-master-0"))
+            await until(lambda: running(client, "first-master-0"), timeout=WAIT, what="first runs")
             await client.create(PYTORCH, job("second", tmp_path / "go-second", cpu="2"))
 
             async def second_unschedulable() -> dict[str, Any] | None:
                 condition = scheduled(await pod(client, "second-master-0"))
                 return condition if condition and condition["status"] == "False" else None
 
-            condition = await until("second waits", second_unschedulable)
+            condition = await until(second_unschedulable, timeout=WAIT, what="second waits")
             assert condition["reason"] == "Unschedulable"
             assert condition["message"] == "0/1 nodes are available: 1 Insufficient cpu."
             waiting = await pod(client, "second-master-0")
@@ -147,21 +137,21 @@ def test_a_second_job_asking_for_all_cpus_waits_until_the_first_finishes(tmp_pat
                     and e["reason"] == "FailedScheduling"
                 ]
 
-            (event,) = await until("a FailedScheduling event", failed_scheduling)
+            (event,) = await until(failed_scheduling, timeout=WAIT, what="a FailedScheduling event")
             assert event["type"] == "Warning"
             assert event["source"]["component"] == "default-scheduler"
             assert event["message"] == "0/1 nodes are available: 1 Insufficient cpu."
 
             (tmp_path / "go-first").touch()
-            await until("first succeeds", lambda: succeeded(client, "first"))
+            await until(lambda: succeeded(client, "first"), timeout=WAIT, what="first succeeds")
 
             async def second_bound() -> bool:
                 found = await pod(client, "second-master-0")
                 return bool(found) and found["spec"].get("nodeName") == "trainop-local"
 
-            await until("second is bound", second_bound)
+            await until(second_bound, timeout=WAIT, what="second is bound")
             (tmp_path / "go-second").touch()
-            await until("second succeeds", lambda: succeeded(client, "second"))
+            await until(lambda: succeeded(client, "second"), timeout=WAIT, what="second succeeds")
 
     asyncio.run(scenario())
 
@@ -177,24 +167,24 @@ def test_a_volcano_gang_that_does_not_fit_stays_pending_then_runs(tmp_path: Path
                 with_status = await phase("gang")
                 return with_status == "Pending"
 
-            await until("the gang's PodGroup is Pending", gang_pending)
+            await until(gang_pending, timeout=WAIT, what="the gang's PodGroup is Pending")
             assert await phase("hog") == "Running"
             # Volcano holds the pods until the group is admitted: none is created.
             assert await pod(client, "gang-master-0") is None
 
             (tmp_path / "go-hog").touch()
-            await until("hog succeeds", lambda: succeeded(client, "hog"))
+            await until(lambda: succeeded(client, "hog"), timeout=WAIT, what="hog succeeds")
 
             async def gang_running() -> bool:
                 return await phase("gang") == "Running"
 
-            await until("the gang runs", gang_running)
+            await until(gang_running, timeout=WAIT, what="the gang runs")
             for name in ("gang-master-0", "gang-worker-0"):
                 found = await pod(client, name)
                 assert found is not None
                 assert found["spec"].get("nodeName") == "trainop-local"
             (tmp_path / "go-gang").touch()
-            await until("gang succeeds", lambda: succeeded(client, "gang"))
+            await until(lambda: succeeded(client, "gang"), timeout=WAIT, what="gang succeeds")
 
     asyncio.run(scenario())
 
@@ -210,14 +200,14 @@ def test_a_coscheduled_gang_waits_with_its_pods_unbound_then_runs(tmp_path: Path
                 condition = scheduled(await pod(client, "gang-worker-0"))
                 return condition if condition and condition["status"] == "False" else None
 
-            condition = await until("the gang waits", gang_waits)
+            condition = await until(gang_waits, timeout=WAIT, what="the gang waits")
             assert condition["reason"] == "Unschedulable"
             assert "pod group is not ready" in condition["message"]
 
             async def prescheduling() -> bool:
                 return await phase("gang") == "PreScheduling"
 
-            await until("the PodGroup is PreScheduling", prescheduling)
+            await until(prescheduling, timeout=WAIT, what="the PodGroup is PreScheduling")
             master = await pod(client, "gang-master-0")
             assert master is not None
             assert not master["spec"].get("nodeName"), "one of two fits, none is bound"
@@ -227,8 +217,8 @@ def test_a_coscheduled_gang_waits_with_its_pods_unbound_then_runs(tmp_path: Path
             async def gang_running() -> bool:
                 return await phase("gang") == "Running"
 
-            await until("the gang runs", gang_running)
+            await until(gang_running, timeout=WAIT, what="the gang runs")
             (tmp_path / "go-gang").touch()
-            await until("gang succeeds", lambda: succeeded(client, "gang"))
+            await until(lambda: succeeded(client, "gang"), timeout=WAIT, what="gang succeeds")
 
     asyncio.run(scenario())

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests import polling
 from tests.unit.api.builders import manifest
 from trainop.api.kinds import kind_info
 from trainop.cluster.apiserver import Limits
@@ -38,13 +39,16 @@ def job(name: str, *, workers: int = 2, run_seconds: float = 0.0, suspend: bool 
 
 
 async def until(client: Client, name: str, condition: str, *, timeout: float = 30) -> Any:
-    async with asyncio.timeout(timeout):
-        while True:
-            found = await client.get(PYTORCH, name=name, namespace="default")
-            conditions = (found.get("status") or {}).get("conditions") or []
-            if any(c["type"] == condition and c["status"] == "True" for c in conditions):
-                return found
-            await asyncio.sleep(0.05)
+    """The job once its ``condition`` is True."""
+
+    async def probe() -> Any:
+        found = await client.get(PYTORCH, name=name, namespace="default")
+        conditions = (found.get("status") or {}).get("conditions") or []
+        if any(c["type"] == condition and c["status"] == "True" for c in conditions):
+            return found
+        return polling.NotYet(conditions)
+
+    return await polling.until(probe, timeout=timeout, what=f"{name} {condition}")
 
 
 async def warnings_about(client: Client, name: str) -> list[Any]:
@@ -87,9 +91,9 @@ def test_exhausted_ports_make_a_job_wait_with_a_warning_until_released(tmp_path:
             await client.create(PYTORCH, job("first", run_seconds=3600), namespace="default")
             await until(client, "first", "Running")
             await client.create(PYTORCH, job("second"), namespace="default")
-            async with asyncio.timeout(30):
-                while not (found := await warnings_about(client, "second")):
-                    await asyncio.sleep(0.05)
+            found = await polling.until(
+                lambda: warnings_about(client, "second"), timeout=30, what="a warning about second"
+            )
             assert found[0]["reason"] == "PortAllocationFailed"
             assert "31711-31713" in found[0]["message"]
             waiting = await until(client, "second", "Created")

@@ -25,9 +25,9 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from tests.integration.controller.operator_process import until
 from tests.integration.local.conftest import trainop
 from tests.integration.local.test_trainop_run import job, py
+from tests.polling import wait_for
 
 OTHER = "trainop-other"
 
@@ -111,7 +111,7 @@ def test_a_daemons_state_secrets_and_logs_are_private(other_user: str, base: Pat
             },
         }
         core.create_namespaced_pod("default", pod)
-        until(
+        wait_for(
             lambda: core.read_namespaced_pod("reader", "default").status.phase == "Succeeded",
             timeout=60,
             what="the pod to succeed",

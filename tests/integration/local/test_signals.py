@@ -22,8 +22,8 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from tests.integration.controller.operator_process import until
 from tests.integration.local.test_trainop_run import job, py, replica_processes
+from tests.polling import wait_for
 from trainop.local import daemon
 
 TRAINOP = [sys.executable, "-m", "trainop.cli.main"]
@@ -86,13 +86,13 @@ def test_a_signal_to_the_process_group_of_trainop_run_stops_everything(
     path = tmp_path / "job.yaml"
     path.write_text(yaml.safe_dump(sleepers(token)))
     process = spawn(["run", str(path)], cwd=tmp_path)
-    until(lambda: len(replica_processes(token)) == 3, timeout=60, what="three replicas")
+    wait_for(lambda: len(replica_processes(token)) == 3, timeout=60, what="three replicas")
     assert len(session_members(process.pid)) > 3, "run, its reaper and three replicas"
     code, output = stop_group(process, sig)
     assert code == 128 + sig, output
     assert "Traceback" not in output
-    until(lambda: not replica_processes(token), timeout=30, what="no replica left")
-    until(lambda: not session_members(process.pid), timeout=30, what="no process left")
+    wait_for(lambda: not replica_processes(token), timeout=30, what="no replica left")
+    wait_for(lambda: not session_members(process.pid), timeout=30, what="no process left")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -103,11 +103,11 @@ def test_a_signal_during_the_start_of_trainop_run_is_one_line_and_its_code(
     path.write_text(yaml.safe_dump(sleepers(token)))
     state = tmp_path / "state"
     process = spawn(["run", str(path), "--state-dir", str(state)], cwd=tmp_path)
-    until(lambda: (state / "store.db").exists(), timeout=60, what="the store")  # mid start-up
+    wait_for(lambda: (state / "store.db").exists(), timeout=60, what="the store")  # mid start-up
     code, output = stop_group(process, sig)
     assert code == 128 + sig, output
     assert "Traceback" not in output
-    until(lambda: not replica_processes(token), timeout=30, what="no replica left")
+    wait_for(lambda: not replica_processes(token), timeout=30, what="no replica left")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -117,19 +117,19 @@ def test_a_signal_to_the_daemon_group_exits_143_or_130_with_every_process_stoppe
     state = tmp_path / "state"
     serve = spawn(["local", "serve", "--state-dir", str(state)], cwd=tmp_path)
     try:
-        until(lambda: (state / daemon.READY_FILE).exists(), timeout=60, what="ready")
+        wait_for(lambda: (state / daemon.READY_FILE).exists(), timeout=60, what="ready")
         assert daemon.status(state).pid == serve.pid
         api = k8s_config.new_client_from_config(config_file=str(state / "kubeconfig"))
         k8s.CustomObjectsApi(api).create_namespaced_custom_object(
             "kubeflow.org", "v1", "default", "pytorchjobs", sleepers(token)
         )
-        until(lambda: len(replica_processes(token)) == 3, timeout=60, what="three replicas")
+        wait_for(lambda: len(replica_processes(token)) == 3, timeout=60, what="three replicas")
     finally:
         code, output = stop_group(serve, sig)
     assert code == 128 + sig, output
     assert "Traceback" not in output
-    until(lambda: not replica_processes(token), timeout=30, what="no replica left")
-    until(lambda: not session_members(serve.pid), timeout=30, what="no process left")
+    wait_for(lambda: not replica_processes(token), timeout=30, what="no replica left")
+    wait_for(lambda: not session_members(serve.pid), timeout=30, what="no process left")
     assert not daemon.status(state).running
     assert not (state / daemon.READY_FILE).exists()
 
@@ -174,7 +174,7 @@ def test_a_pid_file_naming_another_process_than_the_lock_holder_is_not_believed(
     )
     holder = subprocess.Popen([sys.executable, "-c", lock, str(state / daemon.PID_FILE)])
     try:
-        until(lambda: daemon.lock_holders(state), timeout=10, what="the lock taken")
+        wait_for(lambda: daemon.lock_holders(state), timeout=10, what="the lock taken")
         (state / daemon.PID_FILE).write_text(str(unrelated.pid))
         assert daemon.verified_pid(state) is None
         down = local(state, "down")
@@ -212,7 +212,7 @@ def test_interrupting_up_during_start_up_stops_the_daemon_it_started(
     state = tmp_path / "state"
     up = spawn(["local", "up", "--state-dir", str(state)], cwd=tmp_path, group=False)
     try:
-        pid = until(lambda: daemon.status(state).pid, timeout=60, what="the daemon's lock")
+        pid = wait_for(lambda: daemon.status(state).pid, timeout=60, what="the daemon's lock")
         up.send_signal(sig)
         output, _ = up.communicate(timeout=90)
     finally:
@@ -223,7 +223,7 @@ def test_interrupting_up_during_start_up_stops_the_daemon_it_started(
         f"{'interrupted' if sig == signal.SIGINT else 'terminated'}:"
         " the local cluster was not started"
     ]
-    until(lambda: not daemon.is_running(pid), timeout=60, what="the daemon gone")
+    wait_for(lambda: not daemon.is_running(pid), timeout=60, what="the daemon gone")
     assert not daemon.status(state).running
 
 

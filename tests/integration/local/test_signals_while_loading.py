@@ -6,8 +6,9 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from tests.polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -30,11 +31,12 @@ def test_ctrl_c_while_the_command_loads_exits_130_without_a_traceback() -> None:
     )
     # Python catches SIGINT from its own start; SIGTERM only once trainop's first handler is
     # in, which is the first thing the command module does, before its imports.
-    deadline = time.monotonic() + 30
-    while not catches(process.pid, signal.SIGTERM):
+
+    def handled() -> bool:
         assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "no SIGTERM handler was installed"
-        time.sleep(0.001)
+        return catches(process.pid, signal.SIGTERM)
+
+    wait_for(handled, timeout=30, what="a SIGTERM handler installed", interval=0.001)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130, (out, err)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.controller.operator_process import until
+from tests.polling import wait_for
 
 
 def job(name: str, *, master: list[str], worker: list[str], **worker_spec: Any) -> dict[str, Any]:
@@ -163,11 +163,11 @@ def test_no_replica_process_outlives_an_interrupted_or_killed_run(
     sleeper = py(f"import time  # {token}\nprint('up', flush=True); time.sleep(300)")
     process = start(tmp_path, job("long", master=sleeper, worker=sleeper))
     try:
-        until(lambda: len(replica_processes(token)) == 3, timeout=60, what="three replicas")
+        wait_for(lambda: len(replica_processes(token)) == 3, timeout=60, what="three replicas")
         process.send_signal(sig)
         code = process.wait(timeout=60)
         assert code == (130 if sig == signal.SIGINT else -signal.SIGKILL)
-        until(lambda: not replica_processes(token), timeout=30, what="no replica left")
+        wait_for(lambda: not replica_processes(token), timeout=30, what="no replica left")
     finally:
         if process.poll() is None:
             process.kill()

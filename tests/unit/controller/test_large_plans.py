@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.polling import until
 from tests.unit.api.builders import manifest
 from trainop import errors
 from trainop.api import manifest as wire
@@ -71,9 +72,9 @@ def planning_threads(body: dict[str, object], monkeypatch: pytest.MonkeyPatch) -
         tasks = [asyncio.create_task(i.run()) for i in [jobs, *owned.all()]]
         name = body["metadata"]["name"]  # type: ignore[index]
         await client.create(TFJOB, body, namespace="default")
-        async with asyncio.timeout(10):
-            while jobs.get("default", name) is None:
-                await asyncio.sleep(0)
+        await until(
+            lambda: jobs.get("default", name), timeout=10, what=f"{name} cached", interval=0
+        )
         # Only the plan matters here: the reconcile stops at the first pod it creates.
         client.inject("create", errors.UnreachableError("stop after the plan"), resource=PODS)
         with pytest.raises(errors.UnreachableError):

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from tests.polling import until
 from tests.unit.api.builders import manifest
 from trainop import errors
 from trainop.api.kinds import KINDS, kind_info
@@ -16,12 +17,6 @@ from trainop.controller.queue import WorkQueue
 from trainop.kube.clock import FakeClock
 from trainop.kube.fake import FakeClient
 from trainop.kube.resources import PODS, job_resource
-
-
-async def eventually(predicate: Callable[[], Awaitable[bool]], *, timeout: float = 10) -> None:
-    async with asyncio.timeout(timeout):
-        while not await predicate():
-            await asyncio.sleep(0)
 
 
 def run(options: ManagerOptions, body: Callable[[FakeClient, FakeClock, Manager], Awaitable[None]]):
@@ -47,7 +42,7 @@ def test_every_kind_gets_its_pods() -> None:
         for info in KINDS:
             job = manifest(info.kind, name=info.plural[:-1])
             await client.create(job_resource(info), job, namespace="default")
-        await eventually(lambda: _all_created(client))
+        await until(lambda: _all_created(client), timeout=10, interval=0)
         assert manager.ready
 
     async def _all_created(client: FakeClient) -> bool:
@@ -59,16 +54,16 @@ def test_every_kind_gets_its_pods() -> None:
 
 def test_a_failed_create_is_retried_after_backoff() -> None:
     async def body(client: FakeClient, clock: FakeClock, manager: Manager) -> None:
-        await eventually(lambda: _is_ready(manager))
+        await until(lambda: _is_ready(manager), timeout=10, interval=0)
         client.inject("create", errors.ApiError("throttled", status=429), resource=PODS)
         await client.create(
             job_resource(kind_info("JAXJob")), manifest("JAXJob"), namespace="default"
         )
         queue = manager.queues["JAXJob"]
-        await eventually(lambda: _failed_once(queue))
+        await until(lambda: _failed_once(queue), timeout=10, interval=0)
         assert await pod_names(client) <= {"job-worker-1"}, "the first create failed"
         clock.advance(1)
-        await eventually(lambda: _has(client, {"job-worker-0", "job-worker-1"}))
+        await until(lambda: _has(client, {"job-worker-0", "job-worker-1"}), timeout=10, interval=0)
 
     async def _is_ready(manager: Manager) -> bool:
         return manager.ready
@@ -93,7 +88,7 @@ def test_enabled_kinds_limit_what_is_reconciled() -> None:
             manifest("PyTorchJob", name="pt"),
             namespace="default",
         )
-        await eventually(lambda: _has_pytorch(client))
+        await until(lambda: _has_pytorch(client), timeout=10, interval=0)
         assert not any(n.startswith("tf-") for n in await pod_names(client))
         assert set(manager.queues) == {"PyTorchJob"}
         assert ("watch", "tfjobs") not in client.calls
@@ -109,13 +104,13 @@ def test_pod_changes_requeue_their_owner() -> None:
         await client.create(
             job_resource(kind_info("JAXJob")), manifest("JAXJob"), namespace="default"
         )
-        await eventually(lambda: _pods(client, 2))
+        await until(lambda: _pods(client, 2), timeout=10, interval=0)
         for name in ("job-worker-0", "job-worker-1"):
             patch = {"status": {"phase": "Succeeded"}}
             await client.patch(
                 PODS, name=name, namespace="default", patch=patch, subresource="status"
             )
-        await eventually(lambda: _succeeded(client))
+        await until(lambda: _succeeded(client), timeout=10, interval=0)
 
     async def _pods(client: FakeClient, count: int) -> bool:
         return len(await pod_names(client)) == count
@@ -133,7 +128,7 @@ def test_owned_pods_and_services_are_cached_without_their_spec() -> None:
         await client.create(
             job_resource(kind_info("JAXJob")), manifest("JAXJob"), namespace="default"
         )
-        await eventually(lambda: _cached(manager))
+        await until(lambda: _cached(manager), timeout=10, interval=0)
         for informer in (manager.owned.pods, manager.owned.services):
             for obj in informer.items():
                 assert "spec" not in obj
@@ -149,15 +144,15 @@ def test_owned_pods_and_services_are_cached_without_their_spec() -> None:
 
 def test_a_status_conflict_is_retried_quietly(caplog: pytest.LogCaptureFixture) -> None:
     async def body(client: FakeClient, clock: FakeClock, manager: Manager) -> None:
-        await eventually(lambda: _is_ready(manager))
+        await until(lambda: _is_ready(manager), timeout=10, interval=0)
         conflict = errors.ConflictError("the object has been modified", status=409)
         client.inject("replace", conflict, resource=job_resource(kind_info("JAXJob")))
         await client.create(
             job_resource(kind_info("JAXJob")), manifest("JAXJob"), namespace="default"
         )
-        await eventually(lambda: _failed_once(manager.queues["JAXJob"]))
+        await until(lambda: _failed_once(manager.queues["JAXJob"]), timeout=10, interval=0)
         clock.advance(1)
-        await eventually(lambda: _has_status(client))
+        await until(lambda: _has_status(client), timeout=10, interval=0)
 
     async def _is_ready(manager: Manager) -> bool:
         return manager.ready

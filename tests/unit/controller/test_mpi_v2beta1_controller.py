@@ -5,9 +5,9 @@ its own version's objects; the v2beta1 job follows its launcher Job to Succeeded
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
+from tests.polling import until
 from trainop.api.kinds import MPIJOB
 from trainop.controller.manager import Manager, ManagerOptions
 from trainop.controller.mpi_v2beta1 import LAUNCHER_JOBS
@@ -33,13 +33,6 @@ def mpijob(namespace: str, **spec: Any) -> dict[str, Any]:
     }
 
 
-async def eventually(probe: Callable[[], Awaitable[Any]], timeout: float = 10) -> Any:
-    async with asyncio.timeout(timeout):
-        while not (value := await probe()):
-            await asyncio.sleep(0.001)
-        return value
-
-
 async def names(client: FakeClient, resource: Any, namespace: str) -> set[str]:
     return {o["metadata"]["name"] for o in (await client.list(resource, namespace=namespace)).items}
 
@@ -61,7 +54,7 @@ def test_v1_and_v2beta1_jobs_of_one_name_each_get_their_own_semantics() -> None:
                 found = await names(client, LAUNCHER_JOBS, "modern")
                 return "pi-launcher" in found
 
-            await eventually(launcher_job)
+            await until(launcher_job, timeout=10)
             assert await names(client, SERVICES, "modern") == {"pi"}
             assert await names(client, SECRETS, "modern") == {"pi-ssh"}
             assert await names(client, PODS, "modern") == {"pi-worker-0", "pi-worker-1"}
@@ -72,7 +65,7 @@ def test_v1_and_v2beta1_jobs_of_one_name_each_get_their_own_semantics() -> None:
             async def v1_launcher() -> Any:
                 return "pi-launcher" in await names(client, PODS, "legacy")
 
-            await eventually(v1_launcher)  # v1: the launcher is a Pod, no Job, kubexec.sh
+            await until(v1_launcher, timeout=10)  # v1: the launcher is a Pod, no Job, kubexec.sh
             assert await names(client, LAUNCHER_JOBS, "legacy") == set()
             legacy_config = await client.get(CONFIGMAPS, name="pi-config", namespace="legacy")
             assert "kubexec.sh" in legacy_config["data"]
@@ -98,7 +91,7 @@ def test_v1_and_v2beta1_jobs_of_one_name_each_get_their_own_semantics() -> None:
                     "Succeeded",
                 ] and job
 
-            done = await eventually(succeeded)
+            done = await until(succeeded, timeout=10)
             assert done["status"]["completionTime"] == "2026-01-01T00:00:10Z"
             assert done["status"]["replicaStatuses"]["Launcher"] == {"succeeded": 1}
             exposition = manager.metrics.exposition().decode()
@@ -152,7 +145,7 @@ def test_a_running_v2beta1_job_is_reconciled_from_caches_and_follows_its_launche
         )
         task = asyncio.create_task(manager.run())
         try:
-            await eventually(lambda: _true(manager.ready))
+            await until(lambda: _true(manager.ready), timeout=10)
             client.reads.clear()  # the informers' initial lists
             jobs = job_resource(MPIJOB)
             await server.create(jobs, mpijob("ns", sshAuthMountPath="/root/.ssh"), namespace="ns")
@@ -160,7 +153,7 @@ def test_a_running_v2beta1_job_is_reconciled_from_caches_and_follows_its_launche
             async def launcher_job() -> Any:
                 return "pi-launcher" in await names(server, LAUNCHER_JOBS, "ns")
 
-            await eventually(launcher_job)
+            await until(launcher_job, timeout=10)
             for pod in ("pi-worker-0", "pi-worker-1"):
                 running = {"status": {"phase": "Running"}}
                 await server.patch(
@@ -171,7 +164,7 @@ def test_a_running_v2beta1_job_is_reconciled_from_caches_and_follows_its_launche
                 job = await server.get(jobs, name="pi", namespace="ns")
                 return "Launcher" in ((job.get("status") or {}).get("replicaStatuses") or {})
 
-            await eventually(launcher_status)
+            await until(launcher_status, timeout=10)
             done = {"conditions": [{"type": "Complete", "status": "True"}]}
             await server.patch(
                 LAUNCHER_JOBS,
@@ -186,7 +179,7 @@ def test_a_running_v2beta1_job_is_reconciled_from_caches_and_follows_its_launche
                 found = (job.get("status") or {}).get("conditions") or []
                 return any(c["type"] == "Succeeded" and c["status"] == "True" for c in found)
 
-            await eventually(succeeded)
+            await until(succeeded, timeout=10)
             assert client.reads == []
             exposition = manager.metrics.exposition().decode()
             assert 'kind="MPIJob",outcome="done"' in exposition

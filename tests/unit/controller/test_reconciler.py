@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.polling import until
 from tests.unit.api.builders import manifest
 from trainop import errors
 from trainop.api.kinds import kind_info
@@ -40,9 +41,7 @@ class World:
 
     async def settle(self) -> None:
         """Wait until every informer has caught up with the fake server."""
-        async with asyncio.timeout(5):
-            while not await self._caught_up():
-                await asyncio.sleep(0)
+        await until(self._caught_up, timeout=5, what="every informer caught up", interval=0)
 
     async def _caught_up(self) -> bool:
         for informer in [self.jobs, *self.owned.all()]:

@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from tests.polling import until
 from tests.unit.api.builders import manifest
 from trainop.api.kinds import KINDS, kind_info
 from trainop.controller import cert_publishing, certs
@@ -136,16 +137,18 @@ class Recording:
 
 async def settle(server: FakeClient, informers: list[Informer]) -> None:
     """Wait until every informer holds what the server serves."""
-    async with asyncio.timeout(5):
+
+    async def caught_up() -> bool:
         for informer in informers:
-            while True:
-                served = (await server.list(informer.resource)).items
-                seen = {(o["metadata"]["name"], o["metadata"]["resourceVersion"])
-                        for o in informer.items()}  # fmt: skip
-                if seen == {(o["metadata"]["name"], o["metadata"]["resourceVersion"])
-                            for o in served}:  # fmt: skip
-                    break
-                await asyncio.sleep(0)
+            served = (await server.list(informer.resource)).items
+            seen = {(o["metadata"]["name"], o["metadata"]["resourceVersion"])
+                    for o in informer.items()}  # fmt: skip
+            if seen != {(o["metadata"]["name"], o["metadata"]["resourceVersion"])
+                        for o in served}:  # fmt: skip
+                return False
+        return True
+
+    await until(caught_up, timeout=5, what="every informer caught up", interval=0)
 
 
 @dataclass

@@ -7,6 +7,7 @@ import asyncio
 import httpx2
 import pytest
 
+from tests.polling import until
 from trainop import errors
 from trainop.kube.http import HttpClient
 from trainop.kube.informer import Informer
@@ -71,10 +72,12 @@ def test_the_informer_lists_afresh_after_a_broken_line_and_keeps_running() -> No
     async def main() -> None:
         informer = Informer(client_for(server), PODS, namespace="default", sleep=sleep)
         task = asyncio.create_task(informer.run())
-        async with asyncio.timeout(5):
-            while informer.get("default", "b") is None:
-                assert not task.done(), task
-                await asyncio.sleep(0)
+
+        def listed_again() -> bool:
+            assert not task.done(), task
+            return informer.get("default", "b") is not None
+
+        await until(listed_again, timeout=5, what="b listed after the broken line", interval=0)
         assert informer.relists == 2
         assert pauses, "a broken stream backs off before listing again"
         assert pauses[0] > 0

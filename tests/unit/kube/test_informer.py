@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from tests.polling import until
 from trainop import errors
 from trainop.kube.client import Obj
 from trainop.kube.fake import FakeClient
@@ -16,13 +17,6 @@ from trainop.kube.resources import PODS
 def pod(name: str, job: str = "j", **extra: Any) -> dict[str, Any]:
     meta = {"name": name, "labels": {"job-name": job}, "managedFields": [{"manager": "x"}]}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, **extra}
-
-
-async def eventually(predicate: Callable[[], bool], *, timeout: float = 5.0) -> None:
-    """Yield to the loop until ``predicate`` holds; fail after ``timeout`` seconds."""
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0)
 
 
 class Recorder:
@@ -78,13 +72,13 @@ def test_watch_events_update_store_and_indexes() -> None:
     async def body(client: FakeClient, informer: Informer, recorder: Recorder) -> None:
         await asyncio.wait_for(informer.synced.wait(), 5)
         await client.create(PODS, pod("a"), namespace="ns")
-        await eventually(lambda: informer.get("ns", "a") is not None)
+        await until(lambda: informer.get("ns", "a") is not None, timeout=5, interval=0)
         patch = {"metadata": {"labels": {"job-name": "k"}}}
         await client.patch(PODS, name="a", namespace="ns", patch=patch)
-        await eventually(lambda: len(informer.by_index("job", "k")) == 1)
+        await until(lambda: len(informer.by_index("job", "k")) == 1, timeout=5, interval=0)
         assert informer.by_index("job", "j") == []
         await client.delete(PODS, name="a", namespace="ns")
-        await eventually(lambda: informer.get("ns", "a") is None)
+        await until(lambda: informer.get("ns", "a") is None, timeout=5, interval=0)
         assert recorder.seen == [("add", "a"), ("update", "a"), ("delete", "a")]
 
     run_with_informer(body)
@@ -95,7 +89,7 @@ def test_a_dropped_watch_resumes_without_relisting() -> None:
         await asyncio.wait_for(informer.synced.wait(), 5)
         client.disconnect()
         await client.create(PODS, pod("a"), namespace="ns")
-        await eventually(lambda: informer.get("ns", "a") is not None)
+        await until(lambda: informer.get("ns", "a") is not None, timeout=5, interval=0)
         assert informer.relists == 1
         assert recorder.seen == [("add", "a")]
 
@@ -109,13 +103,13 @@ def test_gone_relists_and_delivers_what_happened_during_the_gap() -> None:
 
     async def body(client: FakeClient, informer: Informer, recorder: Recorder) -> None:
         await asyncio.wait_for(informer.synced.wait(), 5)
-        await eventually(lambda: ("watch", "pods") in client.calls)
+        await until(lambda: ("watch", "pods") in client.calls, timeout=5, interval=0)
         calls_before = client.calls.count(("watch", "pods"))
         client.disconnect()
         await client.delete(PODS, name="a", namespace="ns")
         await client.create(PODS, pod("c"), namespace="ns")
         client.compact()
-        await eventually(lambda: informer.relists == 2)
+        await until(lambda: informer.relists == 2, timeout=5, interval=0)
         assert sorted(o["metadata"]["name"] for o in informer.items()) == ["b", "c"]
         assert ("delete", "a") in recorder.seen
         assert ("add", "c") in recorder.seen

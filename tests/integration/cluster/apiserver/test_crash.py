@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests import polling
 from tests.integration.cluster.apiserver import rawhttps
 
 ROUNDS = 20
@@ -72,11 +73,12 @@ class Server:
             ],
             stdout=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 30
-        while not kubeconfig.exists():
+
+        def started() -> bool:
             assert self.proc.poll() is None, "server exited during start-up"
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.02)
+            return kubeconfig.exists()
+
+        polling.wait_for(started, timeout=30, what="the server started", interval=0.02)
         self.endpoint = rawhttps.Endpoint.load(kubeconfig)
         self.token = self.endpoint.token
 

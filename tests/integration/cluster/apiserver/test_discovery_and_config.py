@@ -15,7 +15,8 @@ from kubernetes import client
 from tests.integration.cluster.apiserver import drivers
 from tests.integration.cluster.apiserver.conftest import RunningServer
 from tests.integration.cluster.apiserver.drivers import Driver
-from tests.integration.cluster.apiserver.test_scenarios import CRD, eventually, is_gone, obj
+from tests.integration.cluster.apiserver.test_scenarios import CRD, is_gone, obj
+from tests.polling import wait_for
 from trainop.kube.podlogs import LogRef
 
 
@@ -71,7 +72,11 @@ def test_deleting_a_crd_stops_serving_its_resource(driver: Driver, ns: str) -> N
     tfjobs = drivers.Res("example.org", "v1", "tfjobs", "TFJob")
     driver.create(tfjobs, obj(tfjobs, "t", spec={"image": "x"}), ns)
     driver.delete(drivers.CRDS, "tfjobs.example.org")
-    eventually(lambda: is_gone(driver, drivers.CRDS, "tfjobs.example.org", ""))
+    wait_for(
+        lambda: is_gone(driver, drivers.CRDS, "tfjobs.example.org", ""),
+        timeout=5,
+        what="the CRD gone",
+    )
     assert is_gone(driver, tfjobs, "t", ns)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 
 from tests.integration.cluster.apiserver import rawhttps
 from tests.integration.cluster.apiserver.conftest import RunningServer, start_server
+from tests.polling import wait_for
 from trainop.kube.podlogs import LogRef
 
 
@@ -174,15 +174,6 @@ def test_log_since_seconds_and_since_time(client: Client, ns: str, api: RunningS
     assert "sinceSeconds: Invalid value: 0: must be greater than 0" in body["message"]
 
 
-def _until(read: Any, timeout: float = 10) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = read()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.05)
-
-
 def test_auth_reviews_answer_that_the_local_user_may_do_everything(client: Client) -> None:
     access = {
         "apiVersion": "authorization.k8s.io/v1",
@@ -214,11 +205,11 @@ def test_auth_reviews_answer_that_the_local_user_may_do_everything(client: Clien
 
 def test_every_namespace_gets_a_default_service_account(client: Client, ns: str) -> None:
     account = f"/api/v1/namespaces/{ns}/serviceaccounts/default"
-    assert _until(lambda: client.send("GET", account)[0] == 200)
+    wait_for(lambda: client.send("GET", account)[0] == 200, timeout=10, what=account)
     assert client.send("DELETE", account)[0] == 200
-    assert _until(lambda: client.send("GET", account)[0] == 200)  # the controller recreates it
+    wait_for(lambda: client.send("GET", account)[0] == 200, timeout=10, what="recreated")
     default = "/api/v1/namespaces/default/serviceaccounts/default"
-    assert _until(lambda: client.send("GET", default)[0] == 200)  # default exists from the start
+    wait_for(lambda: client.send("GET", default)[0] == 200, timeout=10, what=default)
 
 
 def test_service_accounts_are_made_for_namespaces_stored_before_a_restart(
@@ -242,8 +233,12 @@ def test_service_accounts_are_made_for_namespaces_stored_before_a_restart(
     again = next(second)
     try:
         endpoint = Client(again)
-        assert _until(
-            lambda: endpoint.send("GET", "/api/v1/namespaces/old/serviceaccounts/default")[0] == 200
+        wait_for(
+            lambda: (
+                endpoint.send("GET", "/api/v1/namespaces/old/serviceaccounts/default")[0] == 200
+            ),
+            timeout=10,
+            what="the default ServiceAccount of old",
         )
     finally:
         second.close()

@@ -7,8 +7,6 @@ client's typed APIs and ``watch.Watch``, once with lightkube's ``AsyncClient``.
 from __future__ import annotations
 
 import copy
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,6 +14,7 @@ import pytest
 from tests.integration.cluster.apiserver import drivers
 from tests.integration.cluster.apiserver.conftest import RunningServer
 from tests.integration.cluster.apiserver.drivers import ApiFailureError, Driver
+from tests.polling import wait_for
 from trainop.kube.podlogs import LogRef
 
 CONTAINER = {"name": "main", "image": "python:3.11", "command": ["python", "-c", "print(1)"]}
@@ -125,15 +124,6 @@ def obj(res: drivers.Res, name: str, **extra: Any) -> dict[str, Any]:
     for key, value in extra.items():
         body[key] = value
     return body
-
-
-def eventually(check: Callable[[], bool], *, within: float = 5.0) -> None:
-    """Poll ``check`` until it is true or the deadline passes (then fail)."""
-    deadline = time.monotonic() + within
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail("condition not reached in time")
-        time.sleep(0.02)
 
 
 def is_gone(driver: Driver, res: drivers.Res, name: str, ns: str) -> bool:
@@ -381,20 +371,24 @@ def test_cascading_deletion(driver: Driver, ns: str, policy: str) -> None:
     child = driver.create(drivers.CONFIGMAPS, _owned(owner, "child-2"), ns)
     driver.create(drivers.CONFIGMAPS, _owned(child, "grandchild"), ns)
     driver.delete(drivers.CONFIGMAPS, "owner", ns, propagation=policy)
-    eventually(lambda: is_gone(driver, drivers.CONFIGMAPS, "owner", ns))
+    wait_for(lambda: is_gone(driver, drivers.CONFIGMAPS, "owner", ns), timeout=5, what="owner gone")
     if policy == "Orphan":
         kept = driver.get(drivers.CONFIGMAPS, "child-1", ns)
         assert not kept["metadata"].get("ownerReferences")
         assert not is_gone(driver, drivers.CONFIGMAPS, "grandchild", ns)
         return
     for name in ("child-1", "child-2", "grandchild"):
-        eventually(lambda name=name: is_gone(driver, drivers.CONFIGMAPS, name, ns))
+        wait_for(
+            lambda name=name: is_gone(driver, drivers.CONFIGMAPS, name, ns),
+            timeout=5,
+            what=f"{name} gone",
+        )
 
 
 def test_namespace_deletion_removes_its_content(driver: Driver, ns: str) -> None:
     driver.create(drivers.CONFIGMAPS, obj(drivers.CONFIGMAPS, "inside"), ns)
     driver.delete(drivers.NAMESPACES, ns)
-    eventually(lambda: is_gone(driver, drivers.NAMESPACES, ns, ""))
+    wait_for(lambda: is_gone(driver, drivers.NAMESPACES, ns, ""), timeout=5, what=f"{ns} gone")
     with pytest.raises(ApiFailureError) as info:
         driver.get(drivers.CONFIGMAPS, "inside", ns)
     assert info.value.code == 404

@@ -1,7 +1,7 @@
 """Drive a ``Kubelet`` against the embedded API server (in a thread) with real processes.
 
 The kubelet runs on the test's own event loop through ``HttpClient``; the API server serves
-pod logs from the kubelet's ``LogFiles``. Everything waits by polling with a deadline; every
+pod logs from the kubelet's ``LogFiles``. Everything waits with ``tests.polling``; every
 process a test starts is ended by the fixtures, also when the test fails.
 """
 
@@ -12,13 +12,13 @@ import contextlib
 import os
 import signal
 import sys
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests import polling
 from tests.integration.cluster.apiserver import conftest as apiserver_fixtures
 from tests.integration.cluster.apiserver.conftest import RunningServer
 from trainop.cluster.kubelet import Backoff, Kubelet, KubeletConfig, LogFiles
@@ -63,27 +63,32 @@ class Local:
     ) -> Obj:
         """Poll the pod until ``predicate`` holds (AssertionError with the last status)."""
         found: Obj = {}
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with contextlib.suppress(Exception):
+
+        async def probe() -> Obj | polling.NotYet:
+            nonlocal found
+            with contextlib.suppress(Exception):  # not created yet; a predicate's KeyError
                 found = await self.get(name)
                 if predicate(found):
                     return found
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"pod {name} never matched; last: {found.get('status')}")
+            return polling.NotYet(found.get("status"))
+
+        pod: Obj = await polling.until(
+            probe, timeout=timeout, what=f"pod {name} to match", interval=0.05
+        )
+        return pod
 
     async def phase(self, name: str, *phases: str) -> Obj:
         return await self.wait(name, lambda p: (p.get("status") or {}).get("phase") in phases)
 
     async def gone(self, name: str, *, timeout: float = DEADLINE) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        async def probe() -> bool | polling.NotYet:
             try:
-                await self.get(name)
+                pod = await self.get(name)
             except Exception:  # NotFound
-                return
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"pod {name} was never removed")
+                return True
+            return polling.NotYet(pod.get("status"))
+
+        await polling.until(probe, timeout=timeout, what=f"pod {name} removed", interval=0.05)
 
 
 @contextlib.asynccontextmanager
@@ -146,12 +151,11 @@ def is_alive(pid: int) -> bool:
 
 
 def wait_dead(pids: list[int], *, timeout: float = DEADLINE) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not any(is_alive(p) for p in pids):
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"still alive: {[p for p in pids if is_alive(p)]}")
+    def probe() -> bool | polling.NotYet:
+        alive = [p for p in pids if is_alive(p)]
+        return not alive or polling.NotYet(alive)
+
+    polling.wait_for(probe, timeout=timeout, what="every process dead", interval=0.02)
 
 
 def kill_all(pids: list[int]) -> None:

@@ -8,10 +8,10 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
+from tests import polling
 from tests.integration.cluster.kubelet.conftest import Site
 from tests.integration.cluster.kubelet.harness import Local, pod, py, run_local
 
@@ -121,10 +121,11 @@ def test_exec_waits_for_a_starting_container_and_passes_the_command_verbatim(
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             env={**os.environ, "TRAINOP_EXEC_ADDRESS": address, "TRAINOP_NAMESPACE": env.namespace},
         )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while _connections(address) < 2 and client.returncode is None:
-            assert time.monotonic() < deadline, "the exec client never connected"
-            await asyncio.sleep(0.01)
+        await polling.until(
+            lambda: _connections(address) >= 2 or client.returncode is not None,
+            timeout=30,
+            what="the exec client connected",
+        )
         assert client.returncode is None, "it waits while the pod initialises"
         await asyncio.to_thread(gate.write_text, "go")
         out, err = await asyncio.wait_for(client.communicate(), timeout=30)

@@ -9,8 +9,17 @@ from typing import Any
 
 import pytest
 
+from tests import polling
 from tests.integration.cluster.kubelet.conftest import Site
-from tests.integration.cluster.kubelet.harness import Local, kill_all, pod, py, run_local, wait_dead
+from tests.integration.cluster.kubelet.harness import (
+    DEADLINE,
+    Local,
+    kill_all,
+    pod,
+    py,
+    run_local,
+    wait_dead,
+)
 from tests.integration.cluster.kubelet.test_running import official, terminated
 from trainop.kube.resources import CONFIGMAPS, PODS
 
@@ -210,8 +219,9 @@ def test_delete_sends_sigterm_then_sigkill_to_the_whole_group(
     async def body(env: Local) -> None:
         await env.create(pod("stubborn", py(STUBBORN.format(path=str(path))), **spec))
         await env.phase("stubborn", "Running")
-        while not path.exists() or not path.read_text():
-            await asyncio.sleep(0.02)
+        await polling.until(
+            lambda: path.exists() and path.read_text(), timeout=DEADLINE, what=f"{path} written"
+        )
         pids.extend(int(p) for p in path.read_text().split())
         began = time.monotonic()
         await env.client.delete(PODS, name="stubborn", namespace=env.namespace)

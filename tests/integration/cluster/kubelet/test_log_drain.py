@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests import polling
 from tests.integration.cluster.kubelet.conftest import Site
 from tests.integration.cluster.kubelet.harness import Local, is_alive, local, pod, py, start_server
 from trainop.cluster.kubelet import LogFiles
@@ -84,9 +84,7 @@ def test_writing_again_starts_with_one_marker_for_what_was_dropped(
     async def main() -> None:
         async with local(site.server, site.logs, site.root) as env:
             created = await env.create(pod("gap", py(code)))
-            deadline = time.monotonic() + 30
-            while flaky.failed < 3 and time.monotonic() < deadline:
-                await asyncio.sleep(0.02)
+            await polling.until(lambda: flaky.failed >= 3, timeout=30, what="three failed writes")
             assert flaky.failed == 3
             flaky.failing = False
             resume.touch()
@@ -116,15 +114,13 @@ def test_the_kubelet_stops_a_container_whose_log_cannot_be_written(
             pid = env.kubelet.pod(env.namespace, "endless").state.containers[0].pid  # type: ignore[union-attr]
             assert pid > 0
             before = flaky.failed
-            deadline = time.monotonic() + 30
-            while flaky.failed < before + 1000 and time.monotonic() < deadline:
-                await asyncio.sleep(0.02)
-            assert flaky.failed >= before + 1000, "the pipe is not drained"
+            await polling.until(
+                lambda: flaky.failed >= before + 1000 or polling.NotYet(flaky.failed - before),
+                timeout=30,
+                what="the pipe drained (1000 failed writes)",
+            )
             assert found["status"]["phase"] == "Running"
         # leaving ``local`` cancels the kubelet (as ``local down`` does): it must return
-        deadline = time.monotonic() + 10
-        while is_alive(pid) and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-        assert not is_alive(pid)
+        await polling.until(lambda: not is_alive(pid), timeout=10, what=f"process {pid} ended")
 
     asyncio.run(asyncio.wait_for(main(), 60))

@@ -6,20 +6,22 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+from tests import polling
 from tests.integration.cluster.kubelet.harness import DEADLINE, is_alive, kill_all, wait_dead
 
 REPO = Path(__file__).resolve().parents[4]
 
 
 def _wait_for(path: Path, process: subprocess.Popen[bytes]) -> list[int]:
-    deadline = time.monotonic() + DEADLINE
-    while not path.exists():
+    """The pids written to ``path`` (failing at once if ``process`` ended first)."""
+
+    def written() -> bool:
         assert process.poll() is None, process.stderr.read() if process.stderr else ""
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.02)
+        return path.exists()
+
+    polling.wait_for(written, timeout=DEADLINE, what=f"{path} to appear", interval=0.02)
     return [int(p) for p in path.read_text().split()]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests import polling
 from tests.integration.cluster.kubelet.conftest import Site
 from tests.integration.cluster.kubelet.harness import Local, pod, py, run_local
 from trainop.cluster.kubelet import Backoff
@@ -151,10 +152,9 @@ def test_an_absent_image_under_never_waits_as_err_image_never_pull(site: Site) -
             ("Warning", "Failed", "Error: ErrImageNeverPull", 1),
         ]
         clock.advance(9)
-        deadline = asyncio.get_running_loop().time() + 30
-        while runtime.starts < 2:  # tried again after the back-off
-            assert asyncio.get_running_loop().time() < deadline, "never tried again"
-            await asyncio.sleep(0.02)
+        await polling.until(
+            lambda: runtime.starts >= 2, timeout=30, what="tried again after the back-off"
+        )
         only_waiting(await env.wait("never", waiting(NEVER)), NEVER, NEVER_MESSAGE)
 
     _run(site, body, clock, runtime)
@@ -191,10 +191,9 @@ def test_a_refused_container_only_waits_with_create_container_config_error(site:
         assert runtime.pod_spec["securityContext"] == context
         assert await _events(env) == [("Warning", "Failed", f"Error: {REFUSED}", 1)]
         clock.advance(10)
-        deadline = asyncio.get_running_loop().time() + 30
-        while runtime.starts < 2:  # tried again after the back-off
-            assert asyncio.get_running_loop().time() < deadline, "never tried again"
-            await asyncio.sleep(0.02)
+        await polling.until(
+            lambda: runtime.starts >= 2, timeout=30, what="tried again after the back-off"
+        )
         only_waiting(await env.wait("nonroot", waiting(error)), error, REFUSED)
 
     _run(site, body, clock, runtime)

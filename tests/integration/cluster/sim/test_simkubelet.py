@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.integration.cluster.apiserver.conftest import RunningServer, start_server
+from tests.polling import until
 from tests.unit.cluster.kubelet.sim.harness import DEADLINE, Sim, sim_pod, simulated
 from trainop.cluster.kubelet.sim import Rules
 from trainop.kube.http import HttpClient
@@ -97,9 +98,11 @@ def test_a_deleted_pod_is_not_resurrected(server: RunningServer) -> None:
     async def body(sim: Sim, calls: Counter[str]) -> None:
         await sim.create(sim_pod("p", run_seconds=10))
         await sim.client.delete(PODS, name="p", namespace=sim.namespace)
-        async with asyncio.timeout(DEADLINE):
-            while sim.kubelet.pod(sim.namespace, "p") is not None:
-                await asyncio.sleep(0.01)
+        await until(
+            lambda: sim.kubelet.pod(sim.namespace, "p") is None,
+            timeout=DEADLINE,
+            what="the kubelet let p go",
+        )
         await sim.advance(60)
         assert await sim.gone("p")
         assert calls["patch"] == 1
@@ -113,9 +116,7 @@ def test_a_gracefully_deleted_pod_is_finished_by_the_kubelet(server: RunningServ
         await sim.client.delete(PODS, name="p", namespace=sim.namespace)
         marked = await sim.get("p")
         assert marked["metadata"]["deletionTimestamp"], "the server waits for the kubelet"
-        async with asyncio.timeout(DEADLINE):
-            while not await sim.gone("p"):
-                await asyncio.sleep(0.01)
+        await until(lambda: sim.gone("p"), timeout=DEADLINE, what="p gone")
         await sim.kubelet.drained()
         assert calls["delete"] == 2, "the user's delete, then the kubelet's"
         assert calls["patch"] == 2, "Running, then the final Failed status"
@@ -130,9 +131,11 @@ def test_two_hundred_pods_converge(server: RunningServer) -> None:
         pods = [sim_pod(f"p{i}", restart_policy="OnFailure") for i in range(200)]
         started = time.perf_counter()
         await asyncio.gather(*(sim.client.create(PODS, p, namespace=sim.namespace) for p in pods))
-        async with asyncio.timeout(DEADLINE):
-            while any(sim.kubelet.pod(sim.namespace, f"p{i}") is None for i in range(200)):
-                await asyncio.sleep(0.01)
+        await until(
+            lambda: all(sim.kubelet.pod(sim.namespace, f"p{i}") is not None for i in range(200)),
+            timeout=DEADLINE,
+            what="the kubelet saw all 200 pods",
+        )
         await sim.advance(10)
         listed = await sim.client.list(PODS, namespace=sim.namespace)
         elapsed = time.perf_counter() - started

@@ -9,7 +9,8 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tests.unit.cluster.kubelet.sim.harness import Sim, eventually, simulated
+from tests.polling import until
+from tests.unit.cluster.kubelet.sim.harness import DEADLINE, Sim, simulated
 from trainop.cluster.controllers import batchjob
 from trainop.cluster.controllers.batchjob import JOBS, LocalJobController
 from trainop.cluster.kubelet.sim import PREFIX
@@ -63,19 +64,6 @@ def true_types(status: dict[str, Any]) -> set[str]:
     return {c["type"] for c in status.get("conditions") or [] if c["status"] == "True"}
 
 
-async def wait_for(probe: Callable[[], Awaitable[bool]]) -> None:
-    done = False
-
-    async def check() -> None:
-        nonlocal done
-        done = await probe()
-
-    await check()
-    while not done:
-        await asyncio.sleep(0.001)
-        await check()
-
-
 def test_a_pod_runs_to_success_and_the_job_completes() -> None:
     async def body(sim: Sim, client: FakeClient) -> None:
         await client.create(JOBS, batch_job(rules={"run_seconds": 5}), namespace="default")
@@ -83,19 +71,22 @@ def test_a_pod_runs_to_success_and_the_job_completes() -> None:
         async def one_pod() -> bool:
             return len((await client.list(PODS, namespace="default")).items) == 1
 
-        await asyncio.wait_for(wait_for(one_pod), 20)
+        await until(one_pod, timeout=20, what="one pod")
         [pod] = (await client.list(PODS, namespace="default")).items
         assert pod["metadata"]["name"].startswith("pi-launcher-")
         assert pod["metadata"]["labels"]["role"] == "launcher"
         assert pod["metadata"]["labels"][batchjob.JOB_NAME_LABEL] == "pi-launcher"
         assert pod["metadata"]["ownerReferences"][0]["kind"] == "Job"
-        await eventually(lambda: sim.kubelet.pod("default", pod["metadata"]["name"]) is not None)
+        await until(
+            lambda: sim.kubelet.pod("default", pod["metadata"]["name"]) is not None,
+            timeout=DEADLINE,
+        )
         await sim.advance(5)
 
         async def complete() -> bool:
             return "Complete" in true_types(await job_status(client))
 
-        await asyncio.wait_for(wait_for(complete), 20)
+        await until(complete, timeout=20, what="the Job Complete")
         status = await job_status(client)
         assert status["succeeded"] == 1
         assert "active" not in status
@@ -113,7 +104,7 @@ def test_never_pods_are_replaced_until_the_backoff_limit() -> None:
             await sim.advance(1)
             return "Failed" in true_types(await job_status(client))
 
-        await asyncio.wait_for(wait_for(failed), 30)
+        await until(failed, timeout=30, what="the Job Failed")
         status = await job_status(client)
         assert status["failed"] == 2
         reasons = {c["type"]: c.get("reason") for c in status["conditions"]}

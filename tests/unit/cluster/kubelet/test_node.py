@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import asyncio
 
+from tests.polling import NotYet, until
 from trainop.cluster.kubelet import node
 from trainop.kube.clock import FakeClock
 from trainop.kube.fake import FakeClient
 from trainop.kube.resources import LEASES
 
 
-async def _settle() -> None:
-    for _ in range(20):
-        await asyncio.sleep(0)
+async def _beaten(status: node.NodeStatus, clock: FakeClock, beats: int) -> None:
+    """Until the node has beaten ``beats`` times and waits on the clock for the next beat."""
+
+    def probe() -> bool | NotYet:
+        seen = {"beats": status.beats, "timers": clock.pending}
+        return seen == {"beats": beats, "timers": 1} or NotYet(seen)
+
+    await until(probe, timeout=5, what=f"beat {beats} done", interval=0)
 
 
 def _ready(obj: dict[str, object]) -> dict[str, str]:
@@ -36,7 +42,7 @@ async def _registered_beats_and_goes_unknown() -> None:
         interval=10,
     )
     task = asyncio.create_task(status.run())
-    await _settle()
+    await _beaten(status, clock, 1)
     made = await client.get(node.NODES, name="trainop-local")
     assert made["status"]["capacity"] == {
         "cpu": "8",
@@ -49,7 +55,7 @@ async def _registered_beats_and_goes_unknown() -> None:
     assert _ready(made)["status"] == "True"
     assert _ready(made)["lastHeartbeatTime"] == "2026-01-01T00:00:00Z"
     clock.advance(10)
-    await _settle()
+    await _beaten(status, clock, 2)
     beat = await client.get(node.NODES, name="trainop-local")
     assert _ready(beat)["lastHeartbeatTime"] == "2026-01-01T00:00:10Z"
     assert _ready(beat)["lastTransitionTime"] == "2026-01-01T00:00:00Z"
@@ -78,7 +84,7 @@ async def _taken_over() -> None:
         clock=clock,
     )  # fmt: skip
     task = asyncio.create_task(status.run())
-    await _settle()
+    await _beaten(status, clock, 1)
     taken = await client.get(node.NODES, name="n")
     assert _ready(taken)["status"] == "True"
     assert taken["status"]["capacity"]["cpu"] == "4"

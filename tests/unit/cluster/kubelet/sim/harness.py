@@ -3,17 +3,18 @@
 Shared by the unit tests (``FakeClient``) and the integration tests (the embedded API server
 through ``HttpClient``). Time only moves in ``advance``; after it, ``drained`` guarantees
 every status write the kubelet made has been acknowledged, so reads need no polling. Waiting
-for the kubelet to *see* a change (it arrives through a watch) polls with a deadline.
+for the kubelet to *see* a change (it arrives through a watch) polls with ``tests.polling``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from tests.polling import until
 from trainop import errors
 from trainop.cluster.kubelet.sim import PREFIX, SimulatedKubelet
 from trainop.kube.client import Client, Obj
@@ -48,13 +49,6 @@ def sim_pod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
-async def eventually(predicate: Callable[[], bool], *, timeout: float = DEADLINE) -> None:
-    """Yield to the loop until ``predicate`` holds; fail after ``timeout`` (real) seconds."""
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.001)
-
-
 @dataclass
 class Sim:
     client: Client
@@ -67,7 +61,9 @@ class Sim:
         created = await self.client.create(PODS, pod, namespace=self.namespace)
         name = created["metadata"]["name"]
         uid = created["metadata"]["uid"]
-        await eventually(lambda: (self.kubelet.pod(self.namespace, name) or _NONE).uid == uid)
+        await until(
+            lambda: (self.kubelet.pod(self.namespace, name) or _NONE).uid == uid, timeout=DEADLINE
+        )
         await self.kubelet.drained()
         return created
 

@@ -6,7 +6,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tests.unit.cluster.kubelet.sim.harness import Sim, eventually, sim_pod, simulated
+from tests.polling import until
+from tests.unit.cluster.kubelet.sim.harness import DEADLINE, Sim, sim_pod, simulated
 from trainop import errors
 from trainop.cluster.kubelet.sim import Rules
 from trainop.kube.fake import FakeClient
@@ -190,7 +191,7 @@ def test_a_deleted_pod_is_never_written_again() -> None:
     async def body(sim: Sim) -> None:
         await sim.create(sim_pod("p", run_seconds=5))
         await sim.client.delete(PODS, name="p", namespace="default")
-        await eventually(lambda: sim.kubelet.pod("default", "p") is None)
+        await until(lambda: sim.kubelet.pod("default", "p") is None, timeout=DEADLINE)
         await sim.advance(60)
         assert await sim.gone("p")
         assert sim.patches == 1
@@ -232,7 +233,7 @@ def test_pods_bound_to_another_node_are_left_alone() -> None:
     async def body(sim: Sim) -> None:
         await sim.client.create(PODS, sim_pod("p", node_name="elsewhere"), namespace="default")
         await sim.client.create(PODS, sim_pod("q", node_name="trainop-sim"), namespace="default")
-        await eventually(lambda: sim.kubelet.pod("default", "q") is not None)
+        await until(lambda: sim.kubelet.pod("default", "q") is not None, timeout=DEADLINE)
         await sim.advance(1)
         assert sim.kubelet.pod("default", "p") is None
         assert "status" not in await sim.get("p")
