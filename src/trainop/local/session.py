@@ -4,9 +4,9 @@
 (state in ``state_dir``; a kubeconfig is written for any client), the seven CRDs (installed or
 updated), then the controller — the same ``Manager`` as ``trainop operator``, with the local
 topology (loopback ports, ``local.topology``) — and a kubelet that runs pods: the kubelet
-(host processes or containers) for real jobs, or the simulated one. ``async with LocalCluster(...)`` returns once the
-controller's caches have synced; leaving stops the kubelet first (its processes are terminated),
-then the controller, then the server.
+(host processes or containers) for real jobs, or the simulated one. ``async with
+LocalCluster(...)`` returns once the controller's caches have synced; leaving stops the kubelet
+first (its processes are terminated), then the controller, then the server.
 """
 
 from __future__ import annotations
@@ -48,7 +48,13 @@ class Component(Protocol):
         ...
 
 
-KubeletFactory = Callable[[Client, Clock], Component]
+class KubeletComponent(Component, Protocol):
+    async def drained(self) -> None:
+        """Return once everything the kubelet has decided so far is written to the API."""
+        ...
+
+
+KubeletFactory = Callable[[Client, Clock], KubeletComponent]
 SchedulerFactory = Callable[[HttpClient], Component]  # anything with ``run`` until cancelled
 
 
@@ -98,6 +104,7 @@ class LocalCluster:
         self._tasks: list[asyncio.Task[None]] = []
         self._client: HttpClient | None = None
         self.manager: Manager | None = None
+        self.kubelet: KubeletComponent | None = None  # tests await ``kubelet.drained()``
 
     @property
     def kubeconfig(self) -> Path:
@@ -126,7 +133,7 @@ class LocalCluster:
                 options=self._config.manager,
                 topologies=topologies,
             )
-            kubelet = self._kubelet_factory(self._client, self._clock)
+            kubelet = self.kubelet = self._kubelet_factory(self._client, self._clock)
             jobs = batchjob.LocalJobController(client=self._client, clock=self._clock)
             self._tasks = [
                 asyncio.create_task(kubelet.run(), name="kubelet"),
@@ -230,7 +237,7 @@ def machine_cluster(
         config, manager=dataclasses.replace(config.manager, engine=local_engine)
     )
 
-    def kubelet(client: Client, clock: Clock) -> Component:
+    def kubelet(client: Client, clock: Clock) -> KubeletComponent:
         settings = KubeletConfig(
             root=root,
             working_dir=working_dir,

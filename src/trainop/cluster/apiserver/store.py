@@ -23,8 +23,9 @@ Invariants:
 - The database holds every Secret: its files are 0600 in a 0700 directory whatever the umask
   (``cluster.privacy``).
 
-Neighbours: ``cluster.apiserver.http.server`` owns one ``Store``; ``cluster.apiserver.rest.watch`` consumes
-``Subscription`` queues; ``cluster.apiserver.gc`` listens to committed events.
+Neighbours: ``cluster.apiserver.http.server`` owns one ``Store``;
+``cluster.apiserver.rest.watch`` consumes ``Subscription`` queues; ``cluster.apiserver.gc``
+listens to committed events.
 """
 
 from __future__ import annotations

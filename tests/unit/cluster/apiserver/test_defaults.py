@@ -1,4 +1,4 @@
-"""kube-apiserver's defaults for built-in kinds (``cluster.apiserver.admission.defaults``), per kind."""
+"""kube-apiserver's defaults for built-in kinds, per kind (``apiserver.admission.defaults``)."""
 
 from __future__ import annotations
 

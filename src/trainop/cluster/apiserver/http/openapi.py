@@ -1,8 +1,8 @@
 """``/openapi/v2`` and ``/openapi/v3``: the served resources' schemas, for kubectl.
 
 Built from what the server validates with: kubernetes-validate's definitions for built-in
-kinds (``cluster.apiserver.schemas``; the closure of each kind's ``$ref``s, type arrays reduced to one
-type, int-or-string unions to ``string`` with format ``int-or-string``) and each CRD
+kinds (``cluster.apiserver.schemas``; the closure of each kind's ``$ref``s, type arrays reduced
+to one type, int-or-string unions to ``string`` with format ``int-or-string``) and each CRD
 version's ``openAPIV3Schema`` (``metadata`` pointing at ``ObjectMeta``), each kind's schema
 carrying ``x-kubernetes-group-version-kind``. Paths list every resource's operations with that
 extension; PATCH, POST and PUT declare the ``fieldValidation`` query parameter, which is how
