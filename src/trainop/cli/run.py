@@ -1,6 +1,6 @@
 """``trainop run JOB.yaml``: run one job on this machine and follow it like docker compose.
 
-Starts a local cluster (embedded API server + the controller + the process kubelet) in this
+Starts a local cluster (embedded API server + the controller + a kubelet) in this
 process, submits the job, prints condition changes and the replicas' logs with coloured
 ``[worker-1]`` prefixes, and exits 0 when the job Succeeded, 1 when it Failed (naming the
 replica, exit code and reason), 2 for an invalid manifest, 124 on ``--timeout``. Ctrl-C or

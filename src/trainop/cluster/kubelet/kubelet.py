@@ -56,7 +56,7 @@ _HIDDEN = ("CUDA_VISIBLE_DEVICES",)  # managed per container (``gpus``)
 
 @dataclass(frozen=True, slots=True)
 class KubeletConfig:
-    """How the process kubelet runs pods (see note 060)."""
+    """How the kubelet runs pods (see notes 060 and 095)."""
 
     root: Path
     node_name: str = DEFAULT_NODE

@@ -1,4 +1,4 @@
-"""The local node's ``Node`` object, registered and kept ``Ready`` by the process kubelet.
+"""The local node's ``Node`` object, registered and kept ``Ready`` by the kubelet.
 
 Role: what kubelet's node-status loop does, for the one local node. ``NodeStatus`` registers
 the Node at start (creating it, or taking over the one a previous run left) with the machine's

@@ -1,4 +1,4 @@
-"""What the process kubelet knows about one pod, and the ``status`` it shows (no I/O).
+"""What the kubelet knows about one pod, and the ``status`` it shows (no I/O).
 
 Each container has its own state (``waiting`` with a reason, ``running`` since a time, or
 ``terminated`` with a ``Termination``), ``lastState`` and ``restartCount``; ``podrun`` moves

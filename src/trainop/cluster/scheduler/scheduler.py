@@ -9,7 +9,7 @@ pods), so a pass that runs before the watch catches up never gives the same room
 Events as kube-scheduler records them (source ``default-scheduler``): ``Scheduled`` on a
 binding, a ``FailedScheduling`` Warning each time a waiting pod's message changes.
 
-The process kubelet, configured with ``require_binding``, runs only bound pods. Neighbours:
+The kubelet, configured with ``require_binding``, runs only bound pods. Neighbours:
 ``scheduling`` (the decisions), ``local.session`` (starts it and serves the PodGroup
 CRDs), ``kube.http.HttpClient.bind``. See docs/design/090-local-scheduler.md.
 """
