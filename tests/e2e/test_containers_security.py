@@ -17,7 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_containers_kubelet import _containers, _log, _pods_containers, _sh
+from tests.e2e.test_containers_kubelet import (  # noqa: F401  (cli: the fixture)
+    _containers,
+    _log,
+    _pods_containers,
+    _sh,
+    cli,
+)
 from tests.integration.cluster.kubelet.conftest import Site, site  # noqa: F401  (the fixture)
 from tests.integration.cluster.kubelet.harness import Local, pod, run_local
 from trainop.cluster.kubelet.runtimes.containercli import Cli
@@ -38,7 +44,7 @@ def _host_nameservers() -> list[str]:
 
 
 @pytest.fixture
-def networked(cli: Cli) -> Iterator[ContainerRuntime]:
+def networked(cli: Cli) -> Iterator[ContainerRuntime]:  # noqa: F811
     session = f"t{uuid.uuid4().hex[:10]}"
     yield ContainerRuntime(cli, session=session)
     assert asyncio.run(_containers(cli, session)) == [], "the kubelet's close removes them"
@@ -88,7 +94,7 @@ def test_security_context_and_dns_settings_reach_the_container(
 def test_run_as_non_root_with_a_root_image_waits_with_kubelets_reason(
     site: Site,  # noqa: F811
     networked: ContainerRuntime,
-    cli: Cli,
+    cli: Cli,  # noqa: F811
 ) -> None:
     """The image has no user (root): never created, ``waiting: CreateContainerConfigError``
     with kubelet's message, the pod ``Pending``; with ``runAsUser: 1000`` it runs, with the
