@@ -1,4 +1,4 @@
-"""CustomResourceDefinitions of the seven job kinds, generated from the pydantic models.
+"""CustomResourceDefinitions of the job kinds, generated from the pydantic models.
 
 ``build_crd(info, definitions=...)`` returns one ``apiextensions.k8s.io/v1``
 CustomResourceDefinition as a plain mapping, shaped as upstream's controller-gen output (spec

@@ -24,7 +24,8 @@ def apply_defaults(job: Job) -> Job:
     spec = job.spec.model_copy(update={"replica_specs": defaulted}).with_kind_defaults()
     run_policy = spec.run_policy or RunPolicy()
     if run_policy.clean_pod_policy is None:
-        run_policy = run_policy.model_copy(update={"clean_pod_policy": "None"})
+        default = info.default_clean_pod_policy
+        run_policy = run_policy.model_copy(update={"clean_pod_policy": default})
     return job.model_copy(update={"spec": spec.model_copy(update={"run_policy": run_policy})})
 
 

@@ -1,4 +1,4 @@
-"""The seven job kinds of kubeflow.org/v1: their specs and the rules only they have.
+"""The job kinds of kubeflow.org/v1: their specs and the rules only they have.
 
 Each ``<Kind>Spec`` maps its wire field (``tfReplicaSpecs`` ...) onto the generic
 ``JobSpec.replica_specs`` once, here; nothing above this module spells a per-kind field name.
@@ -312,6 +312,79 @@ class MXJobSpec(JobSpec):
         return ["MXJob was removed from Kubeflow Training Operator v1.9; trainop still runs it"]
 
 
+DGL_PARTITION_MODES = ("DGL-API", "Skip")
+# Modes of the Qihoo operator and the Kubeflow proposal that were never implemented.
+_UNIMPLEMENTED_PARTITION_MODES = ("ParMETIS", "DistParMETIS")
+
+
+class DGLJobSpec(JobSpec):
+    """DGLJob: a launcher trains over idle workers once a derived Partitioner split the graph."""
+
+    slots_per_worker: Int32 | None = Field(
+        None, description="Slots per worker in the launcher's hostfile (default 1)."
+    )
+    partition_mode: Str | None = Field(
+        None,
+        description=(
+            "DGL-API (default: a Partitioner pod partitions the graph before the workers "
+            "start) or Skip (the launcher alone runs the workload)."
+        ),
+        json_schema_extra={"enum": list(DGL_PARTITION_MODES)},
+    )
+    clean_pod_policy: Literal["All", "Running", "None"] | None = Field(
+        None, description="Deprecated copy of runPolicy.cleanPodPolicy."
+    )
+    replica_specs: dict[Str, ReplicaSpec] = Field(
+        alias="dglReplicaSpecs",
+        description="Replica types: Launcher, Worker (and Partitioner, derived: no template).",
+    )
+
+    def with_kind_defaults(self) -> Self:
+        run_policy = self.run_policy or RunPolicy()
+        effective = run_policy.clean_pod_policy or self.clean_pod_policy
+        return self.model_copy(
+            update={
+                "slots_per_worker": 1 if self.slots_per_worker is None else self.slots_per_worker,
+                "partition_mode": self.partition_mode or DGL_PARTITION_MODES[0],
+                "clean_pod_policy": effective,
+                "run_policy": run_policy.model_copy(update={"clean_pod_policy": effective}),
+            }
+        )
+
+    def kind_errors(self, *, path: str) -> list[FieldError]:
+        spec = FieldPath(path)
+        errors: list[FieldError] = []
+        if self.slots_per_worker is not None and self.slots_per_worker < 1:
+            errors.append(
+                FieldError(str(spec.child("slotsPerWorker")), "Invalid", "must be at least 1")
+            )
+        mode = self.partition_mode
+        if mode is not None and mode not in DGL_PARTITION_MODES:
+            never = " was never implemented;" if mode in _UNIMPLEMENTED_PARTITION_MODES else ""
+            detail = f'"{mode}"{never} supported values: "DGL-API", "Skip"'
+            errors.append(FieldError(str(spec.child("partitionMode")), "NotSupported", detail))
+        return errors + self._replica_errors(spec.child("dglReplicaSpecs"))
+
+    def _replica_errors(self, root: FieldPath) -> list[FieldError]:
+        workers = self.replica_specs.get("Worker")
+        count = 0 if workers is None else (1 if workers.replicas is None else workers.replicas)
+        if self.partition_mode == "Skip":
+            errors = []
+            if count > 0:
+                detail = "must be 0 with partitionMode Skip (the launcher runs alone)"
+                errors.append(
+                    FieldError(str(root.key("Worker").child("replicas")), "Forbidden", detail)
+                )
+            if "Partitioner" in self.replica_specs:
+                detail = "must not be set with partitionMode Skip (nothing is partitioned)"
+                errors.append(FieldError(str(root.key("Partitioner")), "Forbidden", detail))
+            return errors
+        if count < 1:
+            detail = "at least 1 Worker is required with partitionMode DGL-API"
+            return [FieldError(str(root.key("Worker").child("replicas")), "Required", detail)]
+        return []
+
+
 class TFJob(Job):
     """A distributed TensorFlow job."""
 
@@ -359,3 +432,10 @@ class MXJob(Job):
 
     kind: Literal["MXJob"] = Field(description="MXJob.")
     spec: MXJobSpec = Field(description="Desired state of the job.")
+
+
+class DGLJob(Job):
+    """A distributed DGL (graph neural network) job; its cleanPodPolicy defaults to Running."""
+
+    kind: Literal["DGLJob"] = Field(description="DGLJob.")
+    spec: DGLJobSpec = Field(description="Desired state of the job.")

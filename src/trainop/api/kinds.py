@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from trainop.api import jobs, mpi_v2beta1
-from trainop.api.types import Job, RestartPolicy
+from trainop.api.types import CleanPodPolicy, Job, RestartPolicy
 from trainop.errors import UnknownKindError
 
 
@@ -59,6 +59,11 @@ class KindInfo:
     age_column_first: bool = False
     # Versions served besides v1 by the same CRD (MPIJob: v2beta1, design note 100).
     other_versions: tuple[OtherVersion, ...] = ()
+    # ``runPolicy.cleanPodPolicy`` when neither it nor a deprecated copy is set.
+    default_clean_pod_policy: CleanPodPolicy = "None"
+    # Replica types the operator derives from the others (DGLJob's Partitioner): a user may
+    # name one (replicas only), never give it a template.
+    derived_types: tuple[str, ...] = ()
 
     @property
     def singular(self) -> str:
@@ -182,7 +187,30 @@ MXJOB = KindInfo(
     single_replica_types=("Scheduler",),
 )
 
-KINDS: tuple[KindInfo, ...] = (TFJOB, PYTORCHJOB, XGBOOSTJOB, MPIJOB, PADDLEJOB, JAXJOB, MXJOB)
+DGLJOB = KindInfo(
+    kind="DGLJob",
+    plural="dgljobs",
+    replica_specs_field="dglReplicaSpecs",
+    replica_types=("Launcher", "Worker", "Partitioner"),
+    default_container="dgl",
+    default_port_name="dglserver",
+    default_port=30050,
+    default_restart_policy="Never",
+    controller_name="dgljob-controller",
+    framework="dgl",
+    model=jobs.DGLJob,
+    required_types=("Launcher",),
+    single_replica_types=("Launcher", "Partitioner"),
+    inserts_default_port=False,
+    requires_default_container=False,
+    # Idle workers (``sleep``) would otherwise outlive the job (the Qihoo operator's default).
+    default_clean_pod_policy="Running",
+    derived_types=("Partitioner",),
+)
+
+KINDS: tuple[KindInfo, ...] = (
+    TFJOB, PYTORCHJOB, XGBOOSTJOB, MPIJOB, PADDLEJOB, JAXJOB, MXJOB, DGLJOB
+)  # fmt: skip
 _BY_KIND = {info.kind: info for info in KINDS}
 _BY_NAME = {name: info for info in KINDS for name in (info.kind.lower(), info.plural)}
 

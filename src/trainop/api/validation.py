@@ -147,7 +147,10 @@ def _replica_specs_errors(job: Job, info: KindInfo) -> list[FieldError]:
             )
             continue
         errors += _replica_count_errors(replica_type, spec, path, info)
-        errors += _template_errors(spec.template, path.child("template"), info)
+        if replica_type in info.derived_types:
+            errors += _derived_template_errors(spec.template, path.child("template"))
+        else:
+            errors += _template_errors(spec.template, path.child("template"), info)
     return errors
 
 
@@ -165,6 +168,14 @@ def _replica_count_errors(
     if replica_type in info.positive_replica_types and replicas < 1:
         return [FieldError(where, "Forbidden", "must be at least 1")]
     return []
+
+
+def _derived_template_errors(template: Mapping, path: FieldPath) -> list[FieldError]:
+    """A derived type's pods are built by the operator from the other types' templates."""
+    if not template:
+        return []
+    detail = "must not be set: the operator derives this replica type's pod template"
+    return [FieldError(str(path), "Forbidden", detail)]
 
 
 def _template_errors(template: Mapping, path: FieldPath, info: KindInfo) -> list[FieldError]:

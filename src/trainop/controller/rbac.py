@@ -93,7 +93,7 @@ RULES: tuple[Rule, ...] = (
          "replica pods and headless Services; deleted on restart, scale-down and cleanup"),
     Rule("", ("events",), ("create",), Need.RECONCILE, "Events recorded on jobs"),
     Rule("", ("configmaps",), _CHILDREN, Need.RECONCILE,
-         "MPI hostfile ConfigMap, updated as workers come and go"),
+         "MPI and DGL generated files (hostfile) ConfigMap, updated as workers come and go"),
     Rule("", ("services",), ("patch",), Need.RECONCILE,
          "MPIJob v2beta1: the headless Service's selector reconciled"),
     Rule("", ("secrets",), ("create", "list", "patch", "watch"), Need.RECONCILE,
@@ -103,9 +103,9 @@ RULES: tuple[Rule, ...] = (
          "MPIJob v2beta1: the launcher Job (informer on the app label: its status drives the "
          "job's), suspended and resumed with the job"),
     Rule("", ("serviceaccounts",), ("create", "list", "watch"), Need.RECONCILE,
-         "MPI launcher ServiceAccount (never changed once created)"),
+         "MPI and DGL launcher (and DGL partitioner) ServiceAccount (never changed once created)"),
     Rule("rbac.authorization.k8s.io", ("roles", "rolebindings"), _CHILDREN, Need.RECONCILE,
-         "MPI launcher Role (worker pod names) and RoleBinding"),
+         "MPI and DGL exec Roles (target pod names) and RoleBindings"),
     Rule("autoscaling", ("horizontalpodautoscalers",), ("delete", *_CHILDREN), Need.RECONCILE,
          "elastic PyTorchJob HPA; deleted on suspend"),
     *(

@@ -1,7 +1,7 @@
 """The validating admission webhook server: HTTPS, one path per job kind.
 
 ``WebhookServer`` serves ``POST /validate-kubeflow-org-v1-<kind>`` for every enabled kind (all
-seven by default, MPIJob and MXJob included) and hands each body to ``controller.admission``,
+of them by default, MPIJob and MXJob included) and hands each body to ``controller.admission``,
 which decides. This module owns only the transport: TLS, listening, readiness, and turning any
 unexpected failure into a JSON 500 (logged here, with its traceback; never sent to the client).
 

@@ -1,6 +1,7 @@
 """The finished step: what happens to a job with ``Succeeded`` or ``Failed`` True (spec 4.3.3).
 
-``cleanPodPolicy`` decides which pods (and their Services) go; the PodGroup goes; the completion
+``cleanPodPolicy`` decides which pods (and their Services) go (a later phase is not started:
+``phases``); the PodGroup goes; the completion
 time is set on every terminal condition (docs/design/005, quirk 4); a succeeded job's active
 counts move to succeeded; the TTL deletes the job or asks for an exact requeue.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from trainop.api.types import SUCCEEDED
-from trainop.engine import conditions, policies, status
+from trainop.engine import conditions, phases, policies, status
 from trainop.engine.actions import DeleteJob
 from trainop.engine.draft import Draft, delete_pod, delete_pod_group
 
@@ -18,6 +19,7 @@ from trainop.engine.draft import Draft, delete_pod, delete_pod_group
 def finish(draft: Draft) -> None:
     """Clean up a finished job and apply its TTL."""
     run_policy = draft.job.run_policy
+    phases.withdraw_later_phases(draft)
     for pod in policies.cleanup_targets(run_policy.clean_pod_policy, draft.pods):
         delete_pod(draft, pod)
     delete_pod_group(draft)

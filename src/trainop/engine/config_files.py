@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 
 from trainop.api.types import Job
 from trainop.engine.actions import Wire
-from trainop.frameworks.base import ConfigFiles, FrameworkOptions, append_to, containers_of
+from trainop.frameworks.base import ConfigFiles, FrameworkOptions, Peers, append_to, containers_of
+from trainop.frameworks.topology import Topology
 
 
 def name_of(job_name: str | None) -> str:
@@ -35,10 +36,15 @@ def volume(name: str, config_map_name: str, items: Iterable[tuple[str, int]]) ->
 
 
 def of_job(
-    job: Job, files: ConfigFiles, *, running_pods: frozenset[str], options: FrameworkOptions
+    job: Job,
+    files: ConfigFiles,
+    *,
+    peers: Peers,
+    topology: Topology,
+    options: FrameworkOptions,
 ) -> Wire:
     """The ConfigMap of a plugin's ``files`` (metadata: the name; ``children`` adds the rest)."""
-    data = files.render(job=job, running_pods=running_pods, options=options)
+    data = files.render(job=job, peers=peers, topology=topology, options=options)
     return config_map({"name": name_of(job.metadata.name)}, data)
 
 

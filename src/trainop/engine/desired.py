@@ -81,8 +81,8 @@ def pod(
     body["spec"]["restartPolicy"] = "Never" if policy == "ExitCode" else policy
     if framework.decorate_pod is not None:
         body = framework.decorate_pod(job=job, replica=replica, pod=body, options=options)
-    if framework.exec_access is not None:
-        exec_access.run_as_account(body, job, framework.exec_access, replica.type)
+    for access in framework.exec_access:
+        exec_access.run_as_account(body, job, access, replica.type)
     if framework.config_files is not None:
         config_files.mount(body, job, framework.config_files, replica.type)
     return body, events

@@ -1,10 +1,11 @@
 """Exec access: a replica type that starts processes in its peers' pods through the API.
 
-For ``Framework.exec_access`` (MPIJob v1's launcher runs ``mpirun`` through ``kubectl exec``):
-the source type's pods run as a ServiceAccount, the template's ``serviceAccountName`` or else
-``<job>-<source>``, and a Role and RoleBinding ``<job>-<source>`` let that account read pods and
-exec into the target type's pods, by name, and no others. An account of that name that exists
-already is used as it is (upstream creates it only when missing).
+For each of ``Framework.exec_access`` (MPIJob v1's launcher runs ``mpirun`` through ``kubectl
+exec``; DGL's launcher reaches its workers, its partitioner the launcher): the source type's
+pods run as a ServiceAccount, the template's ``serviceAccountName`` or else ``<job>-<source>``,
+and a Role and RoleBinding ``<job>-<source>`` let that account read pods and exec into the
+target type's pods, by name, and no others. An account of that name that exists already is used
+as it is (upstream creates it only when missing).
 
 Pure. Neighbours: ``children`` creates the objects (the account first), ``desired`` sets the
 pods' account.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from trainop.api.types import Job
 from trainop.engine.actions import Wire
-from trainop.frameworks.base import ExecAccess, replica_names_of
+from trainop.frameworks.base import ExecAccess, replica_name_of, replica_names_of
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 
@@ -38,15 +39,20 @@ def service_account(job: Job, access: ExecAccess) -> Wire:
     }
 
 
-def rbac(job: Job, access: ExecAccess) -> list[Wire]:
-    """A Role and RoleBinding letting the account read pods and exec into the target pods."""
+def rbac(job: Job, access: ExecAccess, *, unindexed: tuple[str, ...] = ()) -> list[Wire]:
+    """A Role and RoleBinding letting the account read pods and exec into the target pods
+    (one unindexed pod ``<job>-<target>`` when the target type is in ``unindexed``)."""
+    if access.target in unindexed:
+        targets = [replica_name_of(job, access.target, None)]
+    else:
+        targets = replica_names_of(job, access.target)
     rules = [
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
         {
             "apiGroups": [""],
             "resources": ["pods/exec"],
             "verbs": ["create"],
-            "resourceNames": replica_names_of(job, access.target),
+            "resourceNames": targets,
         },
     ]
     name = _own_name(job, access)

@@ -18,7 +18,7 @@ from trainop.api.kinds import info_of
 from trainop.api.types import Job
 from trainop.engine import naming, quantities
 from trainop.engine.actions import Event, Wire
-from trainop.frameworks.base import Replica, containers_of, replicas_of, total_replicas
+from trainop.frameworks.base import Replica, containers_of, replicas_of
 
 SCHEDULER_NAME_WARNING = Event(
     "Warning",
@@ -56,14 +56,16 @@ def _requested(container: Mapping[str, Any]) -> Mapping[str, Any]:
     return (resources.get("limits") if requests is None else requests) or {}
 
 
-def min_resources(job: Job, min_member: int) -> dict[str, str]:
+def min_resources(job: Job, min_member: int, *, left_out: tuple[str, ...] = ()) -> dict[str, str]:
     """Summed requests (or limits) of the first ``min_member`` pods' regular containers,
-    replica types in the kind's order (quirk 7: upstream's priority order never worked)."""
+    replica types in the kind's order (quirk 7: upstream's priority order never worked),
+    the ``left_out`` types skipped."""
     specs = job.spec.replica_specs
     known = info_of(job).replica_types
     total: dict[str, quantities.Quantity] = {}
     budget = min_member
-    for rt in [*(t for t in known if t in specs), *(t for t in specs if t not in known)]:
+    ordered = [*(t for t in known if t in specs), *(t for t in specs if t not in known)]
+    for rt in (t for t in ordered if t not in left_out):
         count = min(budget, replicas_of(job, rt))
         budget -= count
         if count == 0:
@@ -75,15 +77,25 @@ def min_resources(job: Job, min_member: int) -> dict[str, str]:
     return {key: quantities.render(value) for key, value in sorted(total.items())}
 
 
-def pod_group(job: Job, gang: GangScheduler, observed: Mapping[str, Any] | None) -> Wire:
-    """The desired PodGroup (named after the job); an existing Volcano queue is kept."""
+def pod_group(
+    job: Job,
+    gang: GangScheduler,
+    observed: Mapping[str, Any] | None,
+    *,
+    left_out: tuple[str, ...] = (),
+) -> Wire:
+    """The desired PodGroup (named after the job); an existing Volcano queue is kept. By
+    default the gang is every replica but those of the ``left_out`` types (created only in a
+    later phase: waiting for them would hold the gang forever)."""
     policy = job.run_policy.scheduling_policy
     min_member = policy.min_available if policy and policy.min_available is not None else None
-    member = total_replicas(job) if min_member is None else min_member
+    gang_types = [rt for rt in job.spec.replica_specs if rt not in left_out]
+    default = sum(replicas_of(job, rt) for rt in gang_types)
+    member = default if min_member is None else min_member
     resources = dict(policy.min_resources) if policy and policy.min_resources else None
     spec: dict[str, Any] = {
         "minMember": member,
-        "minResources": resources or min_resources(job, member),
+        "minResources": resources or min_resources(job, member, left_out=left_out),
     }
     if gang.is_volcano:
         kept = ((observed or {}).get("spec") or {}).get("queue")

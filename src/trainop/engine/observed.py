@@ -3,7 +3,7 @@
 ``Observed`` holds what a Kubernetes client returned for the job's own objects: pods, services,
 its PodGroup and the extra objects plugins ask for (HPA, ConfigMap, RBAC). ``pod_views`` projects
 pods onto ``PodView``: replica (type in spec-key casing, index), phase, whether it is terminating
-(and when a terminating pod counts as lost), the default container's exit code, the total
+(and when a terminating pod counts as lost), its IP, the default container's exit code, the total
 container restart count and the problems its containers or conditions report (spec 4.8: what
 ``pod_events`` turns into Warning events). ``settle_lost`` turns terminating pods that outlived
 their grace period by ``LOST_AFTER`` into Failed ones (a pod on a lost node: docs/design/005).
@@ -58,6 +58,7 @@ class PodView:
     restarts: int
     problems: tuple[PodProblem, ...] = ()
     lost_at: datetime | None = None  # terminating: when it counts as Failed if still present
+    ip: str = ""  # status.podIP, once the kubelet reported one
 
     @property
     def outcome(self) -> PodOutcome:
@@ -191,6 +192,7 @@ def pod_views(observed: Observed, job: Job, framework: Framework) -> tuple[PodVi
                 restarts=_restarts(status),
                 problems=_problems(name, status),
                 lost_at=_lost_at(meta),
+                ip=str(status.get("podIP") or ""),
             )
         )
     return tuple(sorted(views, key=lambda view: view.name))

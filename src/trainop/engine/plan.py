@@ -1,12 +1,13 @@
 """``plan(job, observed, framework, topology, now)``: the one reconcile decision, pure.
 
-Steps: default the job → skip if not ours (``managedBy``) or invalid → ensure ``Created`` →
-finished? the finished step (``completion``) | suspended? (``suspension``) | running: resume,
-start time, abnormal-pod events, backoff/deadline (``restarts``), PodGroup (Volcano may hold
-here), extra objects, restarts, pods and Services (``children``), counts, conditions and
-``ExitedWithCode`` events (``status``, ``pod_events``), then the finished step in the same pass
-if that finished the job. Because the status describes the world *after* the plan's own
-actions, applying a plan and planning again yields no actions and the same status.
+Steps: default the job → skip if not ours (``managedBy``) or invalid → add the plugin's derived
+replica types (``phases``) → ensure ``Created`` → finished? the finished step (``completion``) |
+suspended? (``suspension``) | running: resume, start time, abnormal-pod events, backoff/deadline
+(``restarts``), PodGroup (Volcano may hold here), extra objects, restarts, pods and Services
+(``children``, gated by ``phases``), counts, conditions and ``ExitedWithCode`` events
+(``status``, ``pod_events``), stage events (``phases``), then the finished step in the same pass
+if that finished the job. Because the status describes the world *after* the plan's own actions,
+applying a plan and planning again yields no actions and the same status.
 
 Neighbours: ``draft`` (the plan under construction) and the step modules named above.
 """
@@ -18,7 +19,7 @@ from datetime import datetime
 
 from trainop.api.defaults import apply_defaults
 from trainop.api.types import CREATED, MANAGED_BY_TRAINING_OPERATOR, Job, JobStatus
-from trainop.engine import children, conditions, gang, pod_events, restarts, status
+from trainop.engine import children, conditions, gang, phases, pod_events, restarts, status
 from trainop.engine.actions import Event, Plan
 from trainop.engine.completion import finish
 from trainop.engine.draft import Draft
@@ -57,6 +58,7 @@ def plan(
         message = f"{framework.kind} failed validation because {'; '.join(problems)}"
         warning = Event("Warning", f"{framework.kind}FailedValidation", message)
         return Plan((), current, (warning,), skipped=True)
+    job = phases.with_derived_replicas(job, framework)
     views = settle_lost(pod_views(observed, job, framework), now)
     draft = Draft(job, framework, observed, views, now, current)
     if not any(c.type == CREATED for c in draft.conditions):
@@ -84,7 +86,7 @@ def _run(draft: Draft, topology: Topology, options: EngineOptions) -> None:
     if scheduler is not None and not children.sync_pod_group(draft, scheduler):
         draft.update_status(last_reconcile_time=draft.now)
         return
-    children.sync_extra_objects(draft, options.frameworks)
+    children.sync_extra_objects(draft, topology, options.frameworks)
     restarts.restart(draft, pending)
     children.sync_pods(draft, topology, options.frameworks, scheduler)
     children.sync_services(draft)
@@ -96,11 +98,14 @@ def _update_status(draft: Draft) -> None:
     job, framework = draft.job, draft.framework
     tallies = status.tally(job, draft.pods, frozenset(draft.deleted))
     draft.events += pod_events.exited(job, draft.pods, tallies, frozenset(draft.deleted))
-    draft.update_status(replica_statuses=status.replica_statuses(job, framework, tallies))
+    counts = status.replica_statuses(job, framework, tallies)
+    draft.update_status(replica_statuses=counts)
     new, events = status.conditions_for(
         job, framework, tallies, draft.pods, draft.conditions, draft.now
     )
     draft.update_status(conditions=list(new))
     draft.events += events
+    before = (job.status.replica_statuses if job.status else None) or {}
+    draft.events += phases.stage_events(job, framework, before, counts)
     if conditions.is_finished(new):
         finish(draft)

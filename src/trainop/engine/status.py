@@ -4,9 +4,10 @@
 them (pods the plan deletes are no longer active): active (Running), succeeded, failed, and of
 the failed ones those being restarted (``retrying``) and those that fail the job (``permanent``:
 ``Never``, or ``ExitCode`` below 128). ``conditions_for`` applies one rule for every kind,
-parametrised by the plugin: restarts in flight → Restarting, else the primary type running →
-Running; the primary type all succeeded (or the plugin's ``succeeded`` rule) → Succeeded;
-otherwise a permanent failure of a type the plugin does not tolerate → Failed.
+parametrised by the plugin: restarts in flight → Restarting, else the primary type (or one of
+the plugin's ``running_types``) running → Running; the primary type all succeeded (or the
+plugin's ``succeeded`` rule) → Succeeded; otherwise a permanent failure of a type the plugin
+does not tolerate → Failed.
 """
 
 from __future__ import annotations
@@ -117,6 +118,12 @@ def _has_succeeded(
     return rule is not None and rule(job=job, pods=tuple(p.outcome for p in pods))
 
 
+def _is_running(framework: Framework, primary: str, tallies: dict[str, Tally]) -> bool:
+    """The primary type, or one of the plugin's ``running_types``, has a running pod."""
+    types = (primary, *(rt for rt in framework.running_types if rt in tallies))
+    return any(tallies[rt].active > 0 for rt in types)
+
+
 def _wanted(
     job: Job,
     framework: Framework,
@@ -133,7 +140,7 @@ def _wanted(
         rtype, count = retrying[0]
         restarting = framework.messages.restarting
         found.append((RESTARTING, restarting.format(**words, rtype=rtype, count=count)))
-    elif primary is not None and tallies[primary].active > 0:
+    elif primary is not None and _is_running(framework, primary, tallies):
         found.append((RUNNING, running.format(**words)))
     if _has_succeeded(job, framework, primary, tallies, pods):
         return [*found, (SUCCEEDED, succeeded.format(**words))]

@@ -5,9 +5,12 @@ defaults) and adds behaviour: the ordered ``primary`` replica-type preference (w
 Running/Succeeded and carries ``job-role: master``; it replaces upstream's ``IsMasterRole``),
 an ``env`` rule, and optional capabilities: ``succeeded`` (an extra success rule),
 ``tolerates_failure``, ``validate``, ``extra_objects`` (the elastic HPA), ``decorate_pod``
-(init containers) and, as data the engine renders, ``config_files`` (files in a ConfigMap,
-mounted) and ``exec_access`` (a replica that execs into its peers). The engine
-(``trainop.engine``) does everything else once for every kind.
+(init containers, labels) and, as data the engine renders, ``config_files`` (files in a
+ConfigMap, mounted) and ``exec_access`` (replicas that exec into their peers). A job run in
+phases declares them as data too: ``derive_replicas`` (replica types built from the others),
+``starts_after`` (types created only once another type succeeded), ``running_types`` and
+``stages`` (Normal events as the job moves on). The engine (``trainop.engine``) does
+everything else once for every kind.
 
 Invariants: plugins are pure functions of their arguments; they never mutate a mapping they are
 given and never do I/O. Neighbours: ``topology`` (addresses), ``registry`` (kind → plugin).
@@ -16,13 +19,14 @@ given and never do I/O. Neighbours: ``topology`` (addresses), ``registry`` (kind
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping as AbstractMapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
 from trainop.api import validation
 from trainop.api.kinds import KindInfo
-from trainop.api.types import Job
+from trainop.api.types import Job, ReplicaSpec
 from trainop.frameworks.topology import Topology, replica_name
 
 Wire = dict[str, Any]
@@ -72,6 +76,41 @@ DEFAULT_PYTORCH_INIT_CONTAINER_TEMPLATE = """
 then err=0 && break; fi;echo waiting for master; sleep 2; done; exit $err']"""
 
 
+# The init containers of the Qihoo DGL operator's launcher (its images' protocol): kubectl put
+# into ``/opt/kube``, then waits until the pods the ConfigMap's files name have finished
+# (the partitioner, which copies the dataset in meanwhile) and are ready (the workers). The
+# partitioner gets the first one only.
+DEFAULT_DGL_INIT_CONTAINER_TEMPLATE = """
+- name: kubectl-download
+  image: {{.KubectlDownloadImage}}
+  imagePullPolicy: Always
+  volumeMounts: [{name: kube-volume, mountPath: /opt/kube}]
+- name: watcher-loop-partitioner
+  image: {{.WatcherLoopImage}}
+  imagePullPolicy: Always
+  env:
+  - {name: NAMESPACE, value: {{.Namespace}}}
+  - {name: WATCHERFILE, value: /etc/dgl/partfile}
+  - {name: WATCHERMODE, value: finished}
+  volumeMounts:
+  - {name: config-volume, mountPath: /etc/dgl}
+  - {name: dataset-volume, mountPath: /dgl_workspace/dataset}
+  resources:
+    limits: {cpu: 100m, memory: 512Mi, ephemeral-storage: 5Gi}
+    requests: {cpu: 100m, memory: 512Mi, ephemeral-storage: 5Gi}
+- name: watcher-loop-worker
+  image: {{.WatcherLoopImage}}
+  imagePullPolicy: Always
+  env:
+  - {name: NAMESPACE, value: {{.Namespace}}}
+  - {name: WATCHERFILE, value: /etc/dgl/hostfile}
+  - {name: WATCHERMODE, value: ready}
+  volumeMounts: [{name: config-volume, mountPath: /etc/dgl}]
+  resources:
+    limits: {cpu: 100m, memory: 512Mi, ephemeral-storage: 5Gi}
+    requests: {cpu: 100m, memory: 512Mi, ephemeral-storage: 5Gi}"""
+
+
 @dataclass(frozen=True, slots=True)
 class FrameworkOptions:
     """Operator-wide settings some plugins read (upstream command-line flags)."""
@@ -86,6 +125,12 @@ class FrameworkOptions:
     # ``--pytorch-init-container-template-file`` names.
     pytorch_init_container_template: str = DEFAULT_PYTORCH_INIT_CONTAINER_TEMPLATE
     mpi_kubectl_delivery_image: str = "kubeflow/kubectl-delivery:latest"
+    # DGL: the init containers of the launcher and partitioner (a template as PyTorch's, with
+    # ``{{.KubectlDownloadImage}}``, ``{{.WatcherLoopImage}}`` and ``{{.Namespace}}``) and the
+    # images it names (the Qihoo operator's flags).
+    dgl_init_container_template: str = DEFAULT_DGL_INIT_CONTAINER_TEMPLATE
+    dgl_kubectl_download_image: str = "dgloperator/kubectl-download:latest"
+    dgl_watcher_loop_image: str = "dgloperator/watcher-loop:latest"
     # Prefix of the absolute paths a plugin writes into env values: empty on a cluster; in
     # local mode ``$(TRAINOP_ROOT)``, where the process kubelet materialises a container's
     # mountPaths (its processes see the host's filesystem; note 060).
@@ -197,11 +242,28 @@ class PodDecorator(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Peers:
+    """What was observed of a job's live pods, for files that name them: the pods in phase
+    Running, and each pod's IP (``status.podIP``) once its kubelet reported one."""
+
+    running: frozenset[str] = frozenset()
+    ips: AbstractMapping[str, str] = field(default_factory=dict)
+
+
 class FilesRule(Protocol):
     def __call__(
-        self, *, job: Job, running_pods: frozenset[str], options: FrameworkOptions
+        self, *, job: Job, peers: Peers, topology: Topology, options: FrameworkOptions
     ) -> dict[str, str]:
-        """The contents of the job's files by file name (the ConfigMap's data)."""
+        """The contents of the job's files by file name (the ConfigMap's data); peers are
+        addressed through ``topology`` (``topology.ip_address`` where an IP is needed)."""
+        ...
+
+
+class ReplicaDeriver(Protocol):
+    def __call__(self, *, job: Job) -> dict[str, ReplicaSpec]:
+        """Replica specs built from the (defaulted) job's own, by type; the engine plans with
+        them added (DGL's Partitioner: the Worker template running the Launcher's command)."""
         ...
 
 
@@ -237,6 +299,19 @@ class ExecAccess:
 
 
 @dataclass(frozen=True, slots=True)
+class Stage:
+    """A step of a job's progress, announced once by a Normal event ``<Kind><name>`` with
+    ``message`` (``{kind}``, ``{name}``) when every replica of the ``started`` types is Running
+    or Succeeded and every replica of the ``succeeded`` types Succeeded. Types the job lacks
+    are left out; a stage with none of its types in the job is never reached."""
+
+    name: str
+    message: str
+    started: tuple[str, ...] = ()
+    succeeded: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class SshKeys:
     """A job's SSH key pair (PEM private key, OpenSSH authorized-keys line), for replicas that
     reach each other over ssh. An input: generating one is random, so the controller does it."""
@@ -261,7 +336,7 @@ class Framework:
     extra_objects: ExtraObjects | None = None
     decorate_pod: PodDecorator | None = None
     config_files: ConfigFiles | None = None
-    exec_access: ExecAccess | None = None
+    exec_access: tuple[ExecAccess, ...] = ()
     # A label whose value is the job's name, on every extra object (upstream MPI's ``app``).
     name_label: str | None = None
     creates_services: bool = True
@@ -275,6 +350,15 @@ class Framework:
     extra_object_kinds: tuple[tuple[str, str], ...] = ()
     # Replica types whose pod events are worded differently (default: ``PodWording()``).
     pod_wording: AbstractMapping[str, PodWording] = field(default_factory=dict)
+    # Replica types whose Services the engine creates (empty: every type, if any).
+    service_types: tuple[str, ...] = ()
+    # Phases: types whose pods and Services are created only once every replica of another
+    # type Succeeded (type -> that type), types derived from the others, types whose running
+    # pods make the job Running besides the primary one, and the stages announced on the way.
+    starts_after: AbstractMapping[str, str] = field(default_factory=dict)
+    derive_replicas: ReplicaDeriver | None = None
+    running_types: tuple[str, ...] = ()
+    stages: tuple[Stage, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -285,7 +369,7 @@ class Framework:
         """(apiVersion, kind) of every object besides pods and Services the engine may create
         for this kind (the capabilities' and ``extra_objects``'), which the controller watches."""
         files = ConfigFiles.KINDS if self.config_files is not None else ()
-        access = ExecAccess.KINDS if self.exec_access is not None else ()
+        access = ExecAccess.KINDS if self.exec_access else ()
         return (*files, *access, *self.extra_object_kinds)
 
     def primary_type(self, job: Job) -> str | None:
@@ -311,6 +395,22 @@ def containers_of(pod: AbstractMapping[str, Any], *, init: bool = False) -> list
     spec = pod.get("spec")
     found = spec.get("initContainers" if init else "containers") if isinstance(spec, dict) else None
     return [c for c in found if isinstance(c, dict)] if isinstance(found, list) else []
+
+
+def first_container(pod: AbstractMapping[str, Any]) -> Wire:
+    """The first container of a pod or template mapping (a detached ``{}`` when it has none)."""
+    return (containers_of(pod) or [{}])[0]
+
+
+_QUANTITY = re.compile(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?")
+_UNITS = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}
+_UNITS |= {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
+
+
+def quantity_bytes(value: object) -> int | None:
+    """A byte quantity (``20Gi``, ``512M``, ``1000``) as a whole number; None when it is not one."""
+    found = _QUANTITY.fullmatch(str(value)) if value is not None else None
+    return int(float(found[1]) * _UNITS.get(found[2] or "", 1)) if found else None
 
 
 def editable_copy(pod: Wire) -> Wire:

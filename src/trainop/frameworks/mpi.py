@@ -53,8 +53,8 @@ def env(
     return tuple(EnvVar(name, value) for name, value in found)
 
 
-def files(*, job: Job, running_pods: frozenset[str], options: FrameworkOptions) -> dict[str, str]:
-    """``hostfile`` (the GPU launcher, then the workers), ``kubexec.sh`` and the discovery."""
+def files(*, job: Job, peers: base.Peers, topology: Topology, options: FrameworkOptions) -> Wire:
+    """``hostfile`` (GPU launcher, then workers, by pod name), ``kubexec.sh``, the discovery."""
     slots = getattr(job.spec, "slots_per_worker", None) or 1
     launcher = base.replica_name_of(job, "Launcher", None)
     hosts = ([launcher] if _is_gpu_launcher(job) else []) + base.replica_names_of(job, "Worker")
@@ -64,7 +64,7 @@ def files(*, job: Job, running_pods: frozenset[str], options: FrameworkOptions) 
         "kubexec.sh": _KUBEXEC.format(
             exec=options.mpi_exec_command, container=f" --container {main}" if main else ""
         ),
-        "discover_hosts.sh": _discover_hosts(job, running_pods, slots),
+        "discover_hosts.sh": _discover_hosts(job, peers.running, slots),
     }
 
 
@@ -128,7 +128,7 @@ FRAMEWORK = base.Framework(
             "Worker": (("kubexec.sh", 0o555),),
         },
     ),
-    exec_access=base.ExecAccess(source="Launcher", target="Worker"),
+    exec_access=(base.ExecAccess(source="Launcher", target="Worker"),),
     name_label="app",
     creates_services=False,
     unindexed_types=("Launcher",),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from trainop.api.kinds import kind_info
-from trainop.frameworks import jax, mpi, mxnet, paddle, pytorch, tensorflow, xgboost
+from trainop.frameworks import dgl, jax, mpi, mxnet, paddle, pytorch, tensorflow, xgboost
 from trainop.frameworks.base import Framework
 
 REGISTRY = MappingProxyType(
@@ -23,6 +23,7 @@ REGISTRY = MappingProxyType(
             mpi.FRAMEWORK,
             paddle.FRAMEWORK,
             jax.FRAMEWORK,
+            dgl.FRAMEWORK,
         )
     }
 )

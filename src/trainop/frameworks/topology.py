@@ -8,6 +8,10 @@ built from ``Topology.host`` and ``Topology.port``; plugins never spell a DNS na
 topology (in ``local/``) answers ``127.0.0.1`` and the port it allocated for that replica, so the
 same plugin code runs on one machine.
 
+Some programs need numeric IPs (DGL's ip_config): ``ip_address`` takes the topology's answer
+when it is one (loopback) and otherwise the replica's pod IP as observed (``status.podIP``,
+which the engine passes in), so no mode is special-cased in a plugin.
+
 Invariants: a topology is a pure value object; the same job and replica always give the same
 answer (a restarted controller recomputes identical env). Pod and Service names are not a
 topology question: they are fixed by ``replica_name`` for every mode.
@@ -15,6 +19,7 @@ topology question: they are fixed by ``replica_name`` for every mode.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -44,6 +49,26 @@ class Topology(Protocol):
     def port(self, *, job: Job, replica_type: str, index: int) -> int:
         """The port replica ``index`` of ``replica_type`` listens on (the kind's default port)."""
         ...
+
+
+def ip_address(
+    topology: Topology,
+    *,
+    job: Job,
+    replica_type: str,
+    index: int | None,
+    pod_ips: Mapping[str, str],
+) -> str | None:
+    """The IP address of a replica (``index`` None: unindexed): the topology's host when that
+    is an IP, else its pod's observed IP; None while neither is known."""
+    host = topology.host(job=job, replica_type=replica_type, index=index or 0)
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        name = replica_name(
+            job_name=job.metadata.name or "", replica_type=replica_type, index=index
+        )
+        return pod_ips.get(name) or None
 
 
 def template_port(*, job: Job, replica_type: str, info: KindInfo | None = None) -> int:

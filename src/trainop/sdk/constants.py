@@ -3,7 +3,7 @@
 Per-kind tables (``JOB_PARAMETERS``, ``*_KIND``, ``*_PLURAL``, ``*_CONTAINER``) are derived
 from ``trainop.api.kinds`` so they cannot drift from the API layer; only the base images, which
 the API layer has no use for, are stated here. Upstream 1.9's ``JOB_PARAMETERS`` has no MXJob
-entry; trainop still serves MXJob, so it is listed too.
+entry; trainop still serves MXJob, so it is listed too, and the DGL kind, which upstream never had.
 """
 
 from __future__ import annotations
@@ -97,6 +97,12 @@ JAXJOB_BASE_IMAGE = "docker.io/kubeflow/jaxjob-dist-spmd-mnist:latest"
 MXJOB_KIND = kinds.MXJOB.kind
 MXJOB_PLURAL = kinds.MXJOB.plural
 MXJOB_CONTAINER = kinds.MXJOB.default_container
+
+# trainop's own (upstream never had a DGL kind): the Qihoo DGL operator's job in kubeflow.org/v1.
+DGLJOB_KIND = kinds.DGLJOB.kind
+DGLJOB_PLURAL = kinds.DGLJOB.plural
+DGLJOB_CONTAINER = kinds.DGLJOB.default_container
+DGLJOB_REPLICA_TYPES = ("launcher", "worker", "partitioner")
 
 # Upstream writes "TODO" for XGBoost and MPI and the literal string "JAXJOB_BASE_IMAGE" for
 # JAX; trainop uses the real JAX image and keeps "TODO" where upstream has no image.

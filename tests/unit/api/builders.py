@@ -16,6 +16,7 @@ LAYOUTS: dict[str, dict[str, int | None]] = {
     "PaddleJob": {"Master": 1, "Worker": 2},
     "JAXJob": {"Worker": 2},
     "MXJob": {"Scheduler": 1, "Server": 1, "Worker": 1},
+    "DGLJob": {"Launcher": 1, "Worker": 2},
 }
 
 

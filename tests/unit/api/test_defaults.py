@@ -46,6 +46,7 @@ def test_unset_restart_policy_takes_the_kind_default(kind: str) -> None:
         "PaddleJob": "OnFailure",
         "JAXJob": "Never",
         "MXJob": "Never",
+        "DGLJob": "Never",
     }[kind]
     specs = defaulted(manifest(kind)).spec.replica_specs
     assert {s.restart_policy for s in specs.values()} == {expected}
@@ -61,7 +62,7 @@ def test_explicit_restart_policy_is_kept(kind: str) -> None:
     assert {s.restart_policy for s in specs.values()} == {"ExitCode"}
 
 
-@pytest.mark.parametrize("kind", [k for k in ALL_KINDS if k != "MPIJob"])
+@pytest.mark.parametrize("kind", [k for k in ALL_KINDS if kind_info(k).inserts_default_port])
 def test_default_port_is_appended_to_the_default_container(kind: str) -> None:
     info = kind_info(kind)
     spec = defaulted(manifest(kind)).spec.replica_specs[next(iter(LAYOUTS[kind]))]
@@ -141,7 +142,7 @@ def test_mpi_replica_type_keys_are_not_normalised() -> None:
     assert set(defaulted(obj).spec.replica_specs) == {"Launcher", "worker"}
 
 
-@pytest.mark.parametrize("kind", [k for k in ALL_KINDS if k != "MPIJob"])
+@pytest.mark.parametrize("kind", [k for k in ALL_KINDS if k not in ("MPIJob", "DGLJob")])
 @pytest.mark.parametrize(
     ("run_policy", "expected"), [(None, "None"), ({}, "None"), ({"cleanPodPolicy": "All"}, "All")]
 )

@@ -155,7 +155,7 @@ def test_common_rules_apply_to_every_kind(
     assert expected in errors_of(obj)
 
 
-@pytest.mark.parametrize("kind", [k for k in ALL_KINDS if k != "MPIJob"])
+@pytest.mark.parametrize("kind", [k for k in ALL_KINDS if kind_info(k).requires_default_container])
 def test_a_container_named_after_the_framework_is_required(kind: str) -> None:
     obj = manifest(kind)
     first_container(obj, "Worker")["name"] = "main"

@@ -351,7 +351,10 @@ def test_every_kind_has_its_upstream_path(tmp_path: Path, bundle: certs.CertBund
     async def body(served: Served) -> None:
         assert set(served.server.paths) == {
             f"/validate-kubeflow-org-v1-{k}"
-            for k in ("tfjob", "pytorchjob", "xgboostjob", "mpijob", "paddlejob", "jaxjob", "mxjob")
+            for k in (
+                *("tfjob", "pytorchjob", "xgboostjob", "mpijob", "paddlejob", "jaxjob", "mxjob"),
+                "dgljob",
+            )
         }
         async with served.session.post(served.base_url + "/validate-kubeflow-org-v1-pod") as r:
             assert r.status == 404

@@ -61,6 +61,7 @@ CANONICAL: dict[str, Job] = {
     "MPIJob": make_job("MPIJob", {"Launcher": 1, "Worker": 2}, spec={"slotsPerWorker": 2}),
     "PaddleJob": make_job("PaddleJob", {"Master": 1, "Worker": 2}),
     "JAXJob": make_job("JAXJob", {"Worker": 2}),
+    "DGLJob": make_job("DGLJob", {"Launcher": 1, "Worker": 2}),
 }
 ELASTIC_PYTORCH = make_job(
     "PyTorchJob",
@@ -142,3 +143,25 @@ def with_phase(pod: dict[str, Any], phase: str, *, exit_code: int | None = None,
         entry["state"] = {"terminated": {"exitCode": exit_code}}
     result["status"] = {"phase": phase, "containerStatuses": [entry]}
     return result
+
+
+def start(job: Job, options: EngineOptions | None = None) -> tuple[Job, Observed, list[Plan]]:
+    """Plan and apply until no plan creates a pod: the pods of types that gate others
+    (``Framework.starts_after``) succeed between plans. One plan for kinds without phases."""
+    gates = set(REGISTRY[job.kind].starts_after.values())
+    observed, plans = Observed(), []
+    while True:
+        plans.append(run(job, observed, options=options))
+        job, observed = apply_plan(job, observed, plans[-1])
+        if not any(isinstance(a, Create) and a.kind == "Pod" for a in plans[-1].actions):
+            return job, observed, plans
+        pods = tuple(
+            with_phase(p, "Succeeded", exit_code=0)
+            if p["metadata"]["labels"]["training.kubeflow.org/replica-type"]
+            in {g.lower() for g in gates}
+            else p
+            for p in observed.pods
+        )
+        observed = Observed(pods, observed.services, observed.pod_group, observed.objects)
+        if not gates:
+            return job, observed, plans

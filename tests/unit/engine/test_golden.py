@@ -1,9 +1,11 @@
 """Golden files: the objects the engine creates for each framework's canonical job.
 
-For every canonical manifest (support.CANONICAL plus an elastic PyTorchJob) the first plan's
-created bodies (pods with env, labels and owner references; Services; extra objects) must equal
-``golden/<name>.yaml``. Regenerate with ``UPDATE_GOLDEN=1 pytest tests/unit/engine`` and review
-the diff against docs/upstream spec sections 4.4-4.6 and 7.
+For every canonical manifest (support.CANONICAL plus an elastic PyTorchJob) the created bodies
+of the plans that start it (the first plan; for a kind with phases, also the plans after each
+phase's pods succeeded: ``support.start``) (pods with env, labels and owner references;
+Services; extra objects) must equal ``golden/<name>.yaml``. Regenerate with ``UPDATE_GOLDEN=1
+pytest tests/unit/engine`` and review the diff against docs/upstream spec sections 4.4-4.6 and
+7.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import CANONICAL, ELASTIC_PYTORCH, run
+from support import CANONICAL, ELASTIC_PYTORCH, start
 
 from trainop.api.types import Job
 from trainop.engine.actions import Create
@@ -25,8 +27,8 @@ CASES["pytorchjob-elastic"] = ELASTIC_PYTORCH
 
 
 def _created(job: Job) -> list[dict[str, object]]:
-    result = run(job, options=EngineOptions())
-    return [action.body for action in result.actions if isinstance(action, Create)]
+    plans = start(job, EngineOptions())[2]
+    return [a.body for plan in plans for a in plan.actions if isinstance(a, Create)]
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -24,6 +24,7 @@ _TYPES = {
     "MPIJob": ("Launcher", "Worker"),
     "PaddleJob": ("Master", "Worker"),
     "JAXJob": ("Worker",),
+    "DGLJob": ("Launcher", "Worker"),
 }
 _SINGLE = ("Chief", "Master", "Launcher", "Scheduler")
 _OUTCOMES = st.sampled_from(
@@ -103,6 +104,7 @@ test_mxjob_plans_are_idempotent = _property("MXJob")
 test_mpijob_plans_are_idempotent = _property("MPIJob")
 test_paddlejob_plans_are_idempotent = _property("PaddleJob")
 test_jaxjob_plans_are_idempotent = _property("JAXJob")
+test_dgljob_plans_are_idempotent = _property("DGLJob")
 
 
 def test_every_registered_kind_has_an_idempotence_property() -> None:

@@ -4,7 +4,7 @@ indexes at or beyond the new count, and nothing else; the next plan is quiet."""
 from __future__ import annotations
 
 import pytest
-from support import CANONICAL, apply_plan, run, with_phase
+from support import CANONICAL, apply_plan, run, start, with_phase
 
 from trainop.api.types import Job
 from trainop.engine.actions import Create, Delete, Update
@@ -20,7 +20,7 @@ def _scaled(job: Job, replica_type: str, replicas: int) -> Job:
 
 @pytest.mark.parametrize("kind", sorted(REGISTRY))
 def test_lowering_worker_replicas_deletes_the_highest_indexes(kind: str) -> None:
-    job, observed = apply_plan(CANONICAL[kind], Observed(), run(CANONICAL[kind]))
+    job, observed, _ = start(CANONICAL[kind])
     running = tuple(with_phase(p, "Running") for p in observed.pods)
     observed = Observed(running, observed.services, observed.pod_group, observed.objects)
     before = job.spec.replica_specs["Worker"].replicas or 0

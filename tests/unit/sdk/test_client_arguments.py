@@ -113,6 +113,7 @@ LAYOUTS = {
     "PaddleJob": {"Worker": 1},
     "JAXJob": {"Worker": 1},
     "MXJob": {"Scheduler": 1, "Worker": 1},
+    "DGLJob": {"Launcher": 1, "Worker": 1},
 }
 
 
