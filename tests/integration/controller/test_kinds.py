@@ -2,7 +2,8 @@
 pods moved by the ``SimulatedKubelet``, all on one ``FakeClock`` (``cluster``).
 
 Behaviour that differs by kind (lifecycle, success rules, restarts, failures, backoff,
-managedBy) runs for all seven kinds from the registry; the run-policy scenarios (deadline, TTL,
+managedBy) runs for every kind of the registry that starts all its replicas at once (a kind run
+in phases, DGLJob, has test_phases.py); the run-policy scenarios (deadline, TTL,
 cleanPodPolicy, suspend, gang scheduling) on a representative pair, since the engine applies
 them once for every kind. Expected conditions and messages: the spec, sections 4-8, with the
 departures of docs/design/005.
