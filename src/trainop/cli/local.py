@@ -130,6 +130,14 @@ def _node_options(command: Callable[..., None]) -> Callable[..., None]:
     return command
 
 
+_NO_OPERATOR = click.option(
+    "--no-operator",
+    is_flag=True,
+    help="Run no embedded operator: jobs wait for one started elsewhere against this cluster's "
+    "kubeconfig (`trainop operator`, the operator image).",
+)
+
+
 def _memory_bytes(text: str | None) -> int | None:
     if text is None:
         return None
@@ -143,6 +151,7 @@ def _memory_bytes(text: str | None) -> int | None:
 @_STATE_DIR
 @click.option("--port", default=0, show_default=True, help="API server port on 127.0.0.1 (0: any).")
 @_node_options
+@_NO_OPERATOR
 @limit_options
 def up_command(
     state_dir: Path | None,
@@ -153,13 +162,15 @@ def up_command(
     gpus: int | None,
     gang_scheduler_name: str,
     runtime: str,
+    no_operator: bool,
     limits: apiserver.Limits,
 ) -> None:
     """Start a persistent local cluster in the background.
 
     Pods without a workingDir start in the directory ``up`` runs in (or ``--workdir``), as
     under ``trainop run``; pods bind only when the node's CPUs, memory and GPUs (the
-    machine's, or these flags') cover their requests."""
+    machine's, or these flags') cover their requests. With ``--no-operator`` the cluster
+    runs no operator of its own, for one run elsewhere (``trainop operator``, its image)."""
     directory = state_dir or daemon.default_state_dir()
     _memory_bytes(memory)
     args = ["--workdir", str((workdir or Path.cwd()).resolve())]
@@ -170,6 +181,8 @@ def up_command(
         args += ["--gang-scheduler-name", gang_scheduler_name]
     if runtime != "process":
         args += ["--runtime", runtime]
+    if no_operator:
+        args += ["--no-operator"]
     args += serve_args(limits)
     try:
         with signals.terminating():
@@ -183,6 +196,8 @@ def up_command(
         click.echo("terminated: the local cluster was not started", err=True)
         sys.exit(signals.EXIT_TERMINATED)
     click.echo(f"local cluster running (pid {current.pid})")
+    if no_operator:
+        click.echo("no embedded operator: jobs wait for an operator run against this KUBECONFIG")
     click.echo(f"export KUBECONFIG={current.kubeconfig}")
 
 
@@ -209,6 +224,7 @@ def status_command(state_dir: Path | None) -> None:
 @_STATE_DIR
 @click.option("--port", default=0)
 @_node_options
+@_NO_OPERATOR
 @limit_options
 def serve_command(
     state_dir: Path | None,
@@ -219,6 +235,7 @@ def serve_command(
     gpus: int | None,
     gang_scheduler_name: str,
     runtime: str,
+    no_operator: bool,
     limits: apiserver.Limits,
 ) -> None:
     """Run the local cluster in the foreground (what ``up`` starts)."""
@@ -229,7 +246,9 @@ def serve_command(
     node = NodeResources(cpus=cpus, memory=_memory_bytes(memory), gpus=gpus)
     working_dir = (workdir or Path.cwd()).resolve()
     manager = ManagerOptions(engine=EngineOptions(gang_scheduler_name=gang_scheduler_name))
-    config = ClusterConfig(state_dir=directory, port=port, manager=manager, limits=limits)
+    config = ClusterConfig(
+        state_dir=directory, port=port, manager=manager, limits=limits, operator=not no_operator
+    )
     try:
         privacy.private_state_dir(directory)
         daemon.hold_lock(directory)  # the descriptor stays open, and locked, until we exit
@@ -252,6 +271,8 @@ async def _serve_cluster(
     logging.getLogger(__name__).info("pods without workingDir start in %s", working_dir)
     choice = await runtimes.choose(runtime, state_dir=state_dir)
     logging.getLogger(__name__).info("%s", choice.line)
+    if not config.operator:
+        logging.getLogger(__name__).info("no embedded operator (--no-operator)")
     cluster = machine_cluster(
         config, working_dir=working_dir, resources=node, container_runtime=choice.runtime
     )

@@ -7,8 +7,8 @@ The state — the API server's SQLite store, the kubeconfig, the pods' sandboxes
 ``STATE_DIR`` across ``down``/``up``, so finished jobs are still listed after a restart.
 
 Files in ``STATE_DIR``: ``trainop.pid`` (the serving process's pid, and its lock), ``ready``
-(written once the controller's caches have synced; removed on stop), ``kubeconfig``,
-``trainop.log``.
+(written once the controller's caches have synced, or once the cluster serves with
+``--no-operator``; removed on stop), ``kubeconfig``, ``trainop.log``.
 
 The pid rule (note 070): the serving process holds an exclusive ``flock`` on ``trainop.pid``
 for its whole life and writes its pid into it only after taking the lock. A pid is believed
@@ -107,7 +107,8 @@ def up(
     state_dir: Path, *, port: int = 0, timeout: float = 60.0, serve_args: Sequence[str] = ()
 ) -> Status:
     """Start the background cluster (a no-op when it already runs); ``serve_args`` are more
-    ``trainop local serve`` options (working directory, node resources, gang scheduler).
+    ``trainop local serve`` options (working directory, node resources, gang scheduler,
+    ``--no-operator``).
 
     Raises ``TrainopError`` with one line of reason (no space, exited at start, not ready in
     time). When interrupted (KeyboardInterrupt, or any exception) while waiting, the started

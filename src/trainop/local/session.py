@@ -6,7 +6,9 @@ updated), then the controller — the same ``Manager`` as ``trainop operator``, 
 topology (loopback ports, ``local.topology``) — and a kubelet that runs pods: the kubelet
 (host processes or containers) for real jobs, or the simulated one. ``async with
 LocalCluster(...)`` returns once the controller's caches have synced; leaving stops the kubelet
-first (its processes are terminated), then the controller, then the server.
+first (its processes are terminated), then the controller, then the server. With
+``ClusterConfig.operator`` off (``trainop local up --no-operator``) there is no controller: the
+cluster serves an operator run elsewhere (``trainop operator``, its image), none racing it.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class ClusterConfig:
     ports: range | None = None  # replicas' loopback ports (default: $TRAINOP_LOCAL_PORTS)
     # Admission ceilings: replicas per job, pods in the cluster (--max-replicas-per-job ...).
     limits: Limits = field(default_factory=Limits)
+    operator: bool = True  # False: no embedded controller (``local up --no-operator``)
 
 
 class LocalCluster:
@@ -127,19 +130,20 @@ class LocalCluster:
             if not self._cluster_addressing:
                 pool = ports.PortPool(ports=self._config.ports)
                 topologies = LocalTopologySource(client=self._client, pool=pool)
-            self.manager = Manager(
-                client=self._client,
-                clock=self._clock,
-                options=self._config.manager,
-                topologies=topologies,
-            )
             kubelet = self.kubelet = self._kubelet_factory(self._client, self._clock)
             jobs = batchjob.LocalJobController(client=self._client, clock=self._clock)
             self._tasks = [
                 asyncio.create_task(kubelet.run(), name="kubelet"),
-                asyncio.create_task(self.manager.run(), name="controller"),
                 asyncio.create_task(jobs.run(), name="job-controller"),
             ]
+            if self._config.operator:
+                self.manager = Manager(
+                    client=self._client,
+                    clock=self._clock,
+                    options=self._config.manager,
+                    topologies=topologies,
+                )
+                self._tasks.insert(1, asyncio.create_task(self.manager.run(), name="controller"))
             if self._scheduler_factory is not None:
                 scheduler = self._scheduler_factory(self._client)
                 self._tasks.append(asyncio.create_task(scheduler.run(), name="scheduler"))
@@ -159,7 +163,6 @@ class LocalCluster:
 
     async def _until_ready(self) -> None:
         """Wait for the controller's caches; a component that dies first raises its error."""
-        assert self.manager is not None
         synced = asyncio.create_task(self._synced(), name="caches")
         watched: list[asyncio.Task[None]] = [synced, *self._tasks]
         done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
@@ -169,8 +172,8 @@ class LocalCluster:
                 raise errors.TrainopError(f"the local {task.get_name()} stopped at start")
 
     async def _synced(self) -> None:
-        assert self.manager is not None
-        await asyncio.gather(*(i.synced.wait() for i in self.manager.informers()))
+        informers = self.manager.informers() if self.manager is not None else []
+        await asyncio.gather(*(i.synced.wait() for i in informers))
 
     async def _stop(self) -> None:
         for task in self._tasks:  # kubelet first: its processes must not outlive the session

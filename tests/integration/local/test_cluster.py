@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 from tests import polling
 from tests.unit.api.builders import manifest
 from trainop.api.kinds import kind_info
 from trainop.cluster.kubelet.sim import SimulatedKubelet
+from trainop.controller.manager import Manager, ManagerOptions
 from trainop.kube.client import Client
-from trainop.kube.clock import Clock
+from trainop.kube.clock import Clock, LoopClock
 from trainop.kube.resources import PODS, job_resource
 from trainop.local.session import ClusterConfig, LocalCluster
 from trainop.local.topology import recorded_ports
@@ -59,3 +61,32 @@ def test_a_job_runs_with_loopback_addresses_and_survives_a_restart(tmp_path: Pat
 
     asyncio.run(first())
     asyncio.run(second())
+
+
+def test_without_its_operator_the_cluster_serves_an_operator_run_elsewhere(
+    tmp_path: Path,
+) -> None:
+    """``operator=False`` (``local up --no-operator``): no embedded controller; a Manager run
+    beside the cluster, as ``trainop operator`` would be, reconciles the job alone: its pods
+    carry that operator's cluster topology (the master pod's name), never the loopback one."""
+    config = ClusterConfig(state_dir=tmp_path / "state", operator=False)
+
+    async def body() -> None:
+        async with LocalCluster(config, kubelet=simulated) as cluster:
+            assert cluster.manager is None
+            await cluster.client.create(
+                PYTORCH, manifest("PyTorchJob", name="p"), namespace="default"
+            )
+            outside = Manager(client=cluster.client, clock=LoopClock(), options=ManagerOptions())
+            running = asyncio.create_task(outside.run())
+            try:
+                await wait_for_condition(cluster.client, "p", "Succeeded")
+            finally:
+                running.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await running
+            pod = await cluster.client.get(PODS, name="p-worker-1", namespace="default")
+            env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+            assert (env["MASTER_ADDR"], env["MASTER_PORT"]) == ("p-master-0", "23456")
+
+    asyncio.run(body())
