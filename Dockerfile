@@ -1,6 +1,9 @@
 # The operator image: `docker build -t trainop:0.1.0 .` (manifests/overlays pin that tag).
 # Every dependency is a pure-Python or manylinux wheel, so the slim base needs no compiler.
-FROM python:3.11-slim
+# BASE: any Python 3.11 image with `python3`, `pip` and `useradd` on its PATH; `make operator-image`
+# passes one it makes locally (containers/build-operator-image.sh), where no registry is reachable.
+ARG BASE=python:3.11-slim
+FROM ${BASE}
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -8,7 +11,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /build
+# The dependencies in a layer of their own, so a change under src/ reinstalls only trainop.
 COPY pyproject.toml README.md ./
+RUN pip install $(python3 -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"])')
 COPY src ./src
 RUN pip install . && rm -rf /build
 

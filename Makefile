@@ -20,6 +20,7 @@ help:
 	@echo "make e2e-all    every framework's example (installs them: e2e-env-all, .venv-mxnet, .venv-mpich, .venv-impi)"
 	@echo "make container-env     podman, runc, mmdebstrap from apt (for --runtime podman)"
 	@echo "make container-images  the container e2e test's local images (no registry needed)"
+	@echo "make operator-image    the operator image from the Dockerfile (no registry needed)"
 	@echo "make docker-env        docker.io from apt and a running dockerd (for --runtime docker)"
 
 $(STAMP): pyproject.toml
@@ -109,7 +110,7 @@ $(MXVENV)/.installed:
 	$(MXVENV)/bin/python -m pip install --quiet 'mxnet==1.9.1' 'numpy<1.24'
 	touch $@
 
-e2e: e2e-env kubectl-env container-env container-images
+e2e: e2e-env kubectl-env container-env container-images operator-image
 	$(E2E_RUN) -k '$(CORE) or containers'
 
 # Containers (--runtime podman, docs/design/095): Debian's podman with runc (crun fails on
@@ -128,6 +129,16 @@ container-env:
 
 container-images: container-env
 	containers/build-images.sh || echo "container-images: failed (the container tests will skip)"
+
+# The operator image, localhost/trainop:<version> (the tag the manifests pin), built from the
+# Dockerfile on a local Python 3.11 base (Debian bookworm, mmdebstrap) with podman; the
+# Dockerfile's pip uses this machine's pip configuration (containers/build-operator-image.sh,
+# docs/design/020). About 100 s from nothing, 50 s after a change under src/, 1-2 s when
+# nothing changed. tests/e2e/test_operator_image.py runs it as the Deployment would.
+.PHONY: operator-image
+operator-image: container-env
+	PYTHON="$(PYTHON)" containers/build-operator-image.sh || \
+		echo "operator-image: failed (the operator image test will skip)"
 
 # Docker (--runtime docker, docs/design/095): Debian's docker.io where dockerd is missing, and
 # dockerd started in the background (its log: DOCKERD_LOG) only where `docker info` fails.

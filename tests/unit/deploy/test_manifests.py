@@ -107,6 +107,7 @@ def test_the_deployment_runs_the_operator_as_upstream_does() -> None:
     }  # fmt: skip
     assert probes == {"liveness": ("/healthz", 15, 20, 3), "readiness": ("/readyz", 10, 15, 3)}
     assert main["securityContext"]["allowPrivilegeEscalation"] is False
+    assert main["securityContext"]["readOnlyRootFilesystem"] is True
     assert template["spec"]["terminationGracePeriodSeconds"] == 10
     assert template["spec"]["securityContext"]["runAsNonRoot"] is True
 
@@ -132,8 +133,8 @@ def test_flags_ports_and_names_agree_across_the_manifests() -> None:
 
 def test_the_webhook_certificate_secret_is_mounted_read_only() -> None:
     pod = the("Deployment")["spec"]["template"]["spec"]
-    [volume] = pod["volumes"]
-    [mount] = container()["volumeMounts"]
+    [volume] = [v for v in pod["volumes"] if "secret" in v]
+    [mount] = [m for m in container()["volumeMounts"] if m["name"] == volume["name"]]
     assert flags()["webhook-secret-name"] == volume["secret"]["secretName"]
     assert volume["secret"]["secretName"] == the("Secret")["metadata"]["name"]
     assert mount == {
@@ -142,6 +143,15 @@ def test_the_webhook_certificate_secret_is_mounted_read_only() -> None:
         "readOnly": True,
     }
     assert "data" not in the("Secret"), "the operator fills it; re-applying must not clear it"
+
+
+def test_the_read_only_root_has_a_writable_tmp() -> None:
+    """The operator's temporary files (webhook certificates, a kubeconfig's CA) need /tmp."""
+    pod = the("Deployment")["spec"]["template"]["spec"]
+    empty = {v["name"] for v in pod["volumes"] if "emptyDir" in v}
+    assert [m for m in container()["volumeMounts"] if m["name"] in empty] == [
+        {"name": "tmp", "mountPath": "/tmp"}
+    ]
 
 
 def test_the_operator_runs_as_its_service_account_everywhere() -> None:
@@ -179,7 +189,7 @@ def test_one_webhook_per_kind_validates_create_and_update() -> None:
 def test_the_image_installs_the_package_and_runs_the_operator_unprivileged() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
     instructions = [line for line in dockerfile.splitlines() if line and not line.startswith("#")]
-    assert instructions[0] == "FROM python:3.11-slim"
+    assert instructions[:2] == ["ARG BASE=python:3.11-slim", "FROM ${BASE}"]
     assert "COPY src ./src" in instructions
     assert any(re.fullmatch(r"RUN pip install \. .*", line) for line in instructions)
     [user] = [line for line in instructions if line.startswith("USER ")]
