@@ -3,7 +3,8 @@
 ``WireModel`` is the base of every model in this package: camelCase JSON names generated from
 snake_case attributes, unknown fields rejected (as ``kubectl``'s strict field validation does),
 instances frozen. Scalar types are strict (``"3"`` is not an integer) because the Kubernetes API
-server is strict too. ``FieldPath`` renders paths the way Kubernetes ``field.Path`` does:
+server is strict too, and integers are bounded as kube's Go types bound them (``Int32``,
+``Int64``). ``FieldPath`` renders paths the way Kubernetes ``field.Path`` does:
 ``spec.pytorchReplicaSpecs[Master].template.spec.containers[0].image``.
 
 Neighbours: ``types`` and ``jobs`` build the models from these; ``manifest`` turns pydantic
@@ -29,12 +30,15 @@ from pydantic import (
     WithJsonSchema,
 )
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 # Marks a field whose schema is an official Kubernetes definition (by its OpenAPI name); the
 # CRD generator substitutes the real schema, the model itself keeps the value as a mapping.
 K8S_DEFINITION = "x-trainop-k8s-definition"
 
 INT32_MAX = 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT_RANGE_ERROR = "int_range"  # the pydantic error type of an integer outside its Go type
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +81,18 @@ _QUANTITY_PATTERN = (
     r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
 
+
+def _check_int64(value: int) -> int:
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise PydanticCustomError(INT_RANGE_ERROR, "out of range for int64", {"go_type": "int64"})
+    return value
+
+
+# Integers are bounded as kube's typed decoding bounds them (``manifest`` words the error as
+# Go's ``json: cannot unmarshal number ... of type int32``). Int64's bound is a validator, not
+# a schema bound: the CRD says ``type: integer`` and kube's JSON decoding bounds it already.
 Int32 = Annotated[StrictInt, Field(ge=-(2**31), le=INT32_MAX)]
-Int64 = StrictInt
+Int64 = Annotated[StrictInt, AfterValidator(_check_int64)]
 Bool = StrictBool
 Str = StrictStr
 Time = Annotated[

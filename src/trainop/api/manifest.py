@@ -5,7 +5,8 @@ This is the wire boundary of the API layer: pydantic's errors are translated int
 from (``source``) so that errors name the file.
 
 - ``parse_documents(text)`` → the mappings of a (multi-document) YAML or JSON text;
-- ``parse_job(obj)`` → a typed job of the right kind, or ``InvalidJobError``;
+- ``parse_job(obj)`` → a typed job of the right kind, or ``InvalidJobError`` naming each field
+  (an integer outside its Go type in Go's words: ``json: cannot unmarshal number ...``);
 - ``load_job(obj)`` → ``parse_job`` plus ``validation.validate``; errors raise;
 - ``check_job(obj, old=None)`` → the one admission decision (create, or update against
   ``old``) that ``trainop validate``, the webhook and the embedded API server all run;
@@ -21,6 +22,7 @@ import yaml
 from pydantic import ValidationError
 
 from trainop.api import mpi_v2beta1
+from trainop.api.fields import INT32_MAX, INT_RANGE_ERROR
 from trainop.api.kinds import kind_info
 from trainop.api.types import API_VERSION, Job
 from trainop.api.validation import Validation, validate, validate_update
@@ -29,6 +31,8 @@ from trainop.errors import FieldError, InvalidJobError, ManifestError, UnknownKi
 # Wire fields whose values are maps: the segment after one of these is a key, shown in brackets.
 _MAP_FIELDS = ("ReplicaSpecs", "replicaStatuses", "labels", "annotations", "minResources")
 
+
+_INT32_BOUNDS = (INT32_MAX, -(2**31))
 
 MAX_ALIAS_EXPANSION = 10_000  # nodes that aliases may add to a document, beyond its own
 
@@ -186,10 +190,33 @@ def _header_errors(obj: dict[str, Any]) -> list[FieldError]:
 
 
 def _field_errors(exc: ValidationError) -> list[FieldError]:
-    return [
-        FieldError(_render_loc(error["loc"]), *_classify(error["type"], error["msg"]))
-        for error in exc.errors()
-    ]
+    found = []
+    for error in exc.errors():
+        path = _render_loc(error["loc"])
+        go_type = _go_int_type(error)
+        if go_type is not None:
+            found.append(_out_of_range(path, error["input"], go_type))
+        else:
+            found.append(FieldError(path, *_classify(error["type"], error["msg"])))
+    return found
+
+
+def _go_int_type(error: Any) -> str | None:
+    """``int32``/``int64`` when ``error`` is an integer outside that Go type (``fields``)."""
+    context = error.get("ctx") or {}
+    if error["type"] == INT_RANGE_ERROR:
+        return str(context.get("go_type", "int64"))
+    bound = context.get("le", context.get("ge"))
+    if error["type"] in ("less_than_equal", "greater_than_equal") and bound in _INT32_BOUNDS:
+        return "int32"
+    return None
+
+
+def _out_of_range(path: str, value: object, go_type: str) -> FieldError:
+    """kube's words (Go's JSON decoder) for a number its field's Go type cannot hold."""
+    decoding = f"json: cannot unmarshal number {value} into Go value of type {go_type}"
+    detail = f"Invalid value: {value}: {decoding}"
+    return FieldError(path, "Invalid", detail)
 
 
 def _classify(error_type: str, message: str) -> tuple[str, str]:

@@ -121,9 +121,13 @@ def as_v1_manifest(obj: AbstractMapping[str, Any]) -> dict[str, Any]:
     result = dict(obj)
     if obj.get("apiVersion") != API_VERSION or obj.get("kind") != "MPIJob":
         return result
-    spec = dict(obj.get("spec") or {})
-    spec.setdefault(SEMANTICS_FIELD, DEFAULT_SSH_AUTH_MOUNT_PATH)
-    return {**result, "apiVersion": "kubeflow.org/v1", "spec": spec}
+    spec = obj.get("spec")
+    if spec is not None and not isinstance(spec, AbstractMapping):
+        return {**result, "apiVersion": "kubeflow.org/v1"}  # not a spec: parsing says so
+    defaulted = dict(spec or {})
+    if defaulted.get(SEMANTICS_FIELD) is None:  # the CRD drops a null, then defaults it
+        defaulted[SEMANTICS_FIELD] = DEFAULT_SSH_AUTH_MOUNT_PATH
+    return {**result, "apiVersion": "kubeflow.org/v1", "spec": defaulted}
 
 
 def apply_defaults(job: MPIJobV2Beta1) -> MPIJobV2Beta1:
