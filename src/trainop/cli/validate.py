@@ -1,9 +1,19 @@
-"""``trainop validate -f FILE``: check job manifests offline, as the admission webhook would.
+"""``trainop validate -f FILE``: the verdict the API server and the webhook would give, offline.
 
-Each document of the (multi-document) YAML file is parsed, defaulted and validated. A valid job
-prints ``OK <Kind>/<name>`` plus its warnings; an invalid one prints one line per field error,
-``FILE: <path>: <Type>: <detail>``. Any problem makes the exit code 1. A file that cannot be read
-or parsed is one line on stderr, never a traceback.
+Each document of the (multi-document) YAML file is judged as a create of it would be:
+``admission.verdict.judge_manifest``, the very function the embedded API server runs (the
+metadata rules, the kind's CRD schema with its pruning and defaults, then the webhook's check),
+so a job this command accepts is one they store and one it refuses they refuse.
+
+Unknown fields are judged as ``--field-validation`` says, the API server's ``fieldValidation``
+and kubectl's ``--validate``: ``Strict`` (kubectl's default, so this command's) refuses them,
+``Warn`` prunes them with a warning (kube-apiserver's default when a client names no mode),
+``Ignore`` prunes them silently. The mode is said on stderr before the first verdict.
+
+A valid job prints ``OK <Kind>/<name>`` plus its warnings; an invalid one prints one line per
+field error, ``FILE: <path>: <Type>: <detail>``. Exit codes (docs/cli.md): 0 when every job is
+valid; 2 for an invalid manifest, whatever its shape (not YAML, not a mapping, no documents, a
+field error), never a traceback; 1 when the file cannot be read.
 """
 
 from __future__ import annotations
@@ -13,7 +23,15 @@ from pathlib import Path
 import click
 
 from trainop.api import manifest
-from trainop.errors import FieldError, ManifestError, TrainopError
+from trainop.cluster.apiserver.admission import verdict
+from trainop.errors import FieldError, ManifestError
+
+EXIT_INVALID = 2
+_MODE_NOTES = {
+    verdict.STRICT: "unknown fields are errors, as kubectl's default --validate=strict",
+    verdict.WARN: "unknown fields are pruned with a warning, as kube-apiserver's default",
+    verdict.IGNORE: "unknown fields are pruned silently",
+}
 
 
 @click.command("validate")
@@ -25,49 +43,70 @@ from trainop.errors import FieldError, ManifestError, TrainopError
     type=click.Path(dir_okay=False, path_type=Path),
     help="YAML file with one or more job manifests.",
 )
-def validate(*, filename: Path) -> None:
+@click.option(
+    "--field-validation",
+    "field_validation",
+    type=click.Choice(verdict.FIELD_VALIDATION_MODES),
+    default=verdict.KUBECTL_DEFAULT_MODE,
+    show_default=True,
+    help=(
+        "Unknown fields, as the API server's fieldValidation: Strict refuses them, Warn "
+        "prunes them with a warning, Ignore prunes them silently."
+    ),
+)
+def validate(*, filename: Path, field_validation: str) -> None:
     """Validate the jobs in a manifest file."""
     source = str(filename)
     try:
-        documents = manifest.parse_documents(_read(filename), source=source)
+        text = filename.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        click.echo(f"{filename}: cannot read: {exc}", err=True)
+        raise SystemExit(1) from exc
+    try:
+        documents = manifest.parse_documents(text, source=source)
     except ManifestError as exc:
         click.echo(str(exc), err=True)
-        raise SystemExit(1) from exc
-    failed = [not _check(document, source=source) for document in documents]
-    if any(failed) or not documents:
-        if not documents:
-            click.echo(f"{source}: no documents", err=True)
-        raise SystemExit(1)
+        raise SystemExit(EXIT_INVALID) from exc
+    if not documents:
+        click.echo(f"{source}: no documents", err=True)
+        raise SystemExit(EXIT_INVALID)
+    click.echo(f"field validation: {field_validation} ({_MODE_NOTES[field_validation]})", err=True)
+    failed = [not _check(d, source=source, mode=field_validation) for d in documents]
+    if any(failed):
+        raise SystemExit(EXIT_INVALID)
 
 
-def _read(filename: Path) -> str:
-    try:
-        return filename.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"{filename}: cannot read: {exc}") from exc
-
-
-def _check(document: dict[str, object], *, source: str) -> bool:
-    """Print the outcome for one document; whether it is a valid job.
-
-    The decision is ``manifest.check_job``, the one the webhook and the embedded API server's
-    admission make, so a job this command accepts is one they accept.
-    """
-    result = manifest.check_job(document)
-    if not result.ok:
-        _print_errors(result.errors, source=source)
+def _check(document: dict[str, object], *, source: str, mode: str) -> bool:
+    """Print the outcome for one document; whether it is a valid job."""
+    outcome = verdict.judge_manifest(document, field_validation=mode)
+    for path in outcome.unknown_fields:
+        detail = f"{verdict.unknown_field_message(path)} (--field-validation {mode})"
+        _print_errors((FieldError(path, "Forbidden", detail),), source=source)
+    _print_errors(outcome.errors, source=source)
+    if not outcome.ok:
         return False
-    try:
-        job = manifest.parse_job(document, source=source)
-    except TrainopError as exc:  # not reached: check_job parsed it already
-        click.echo(str(exc))
-        return False
-    click.echo(f"OK {job.kind}/{job.metadata.name or '<unnamed>'}")
-    for warning in result.warnings:
-        click.echo(f"  warning: {warning}")
+    click.echo(f"OK {document['kind']}/{_visible(_name(document))}")
+    for warning in outcome.warnings:
+        click.echo(f"  warning: {_visible(warning)}")
     return True
+
+
+def _name(document: dict[str, object]) -> str:
+    meta = document.get("metadata")
+    if not isinstance(meta, dict):
+        return "<unnamed>"
+    return str(
+        meta.get("name")
+        or (f"{meta['generateName']}*" if meta.get("generateName") else "<unnamed>")
+    )
 
 
 def _print_errors(errors: tuple[FieldError, ...], *, source: str) -> None:
     for error in errors:
-        click.echo(f"{source}: {error}")
+        click.echo(f"{source}: {_visible(str(error))}")
+
+
+def _visible(text: str) -> str:
+    """``text`` with control characters escaped (``\\x1e``), as Go's ``%q`` shows them: a
+    field name of the manifest can neither break the line nor drive the terminal."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)

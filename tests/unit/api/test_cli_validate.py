@@ -20,7 +20,11 @@ def _run(*args: str) -> tuple[int, str]:
 def test_good_file_prints_ok() -> None:
     code, output = _run("validate", "-f", str(ROOT / "examples/pytorch/simple.yaml"))
     assert code == 0
-    assert output.strip() == "OK PyTorchJob/pytorch-simple"
+    assert output.strip().splitlines() == [
+        "field validation: Strict (unknown fields are errors, as kubectl's default "
+        "--validate=strict)",
+        "OK PyTorchJob/pytorch-simple",
+    ]
 
 
 def test_warnings_are_printed() -> None:
@@ -37,8 +41,9 @@ def test_bad_file_names_each_field(tmp_path: Path) -> None:
         "      template: {spec: {containers: [{name: pytorch, image: i}]}}\n"
     )
     code, output = _run("validate", "-f", str(bad))
-    assert code == 1
-    assert output.startswith(f"{bad}: spec.pytorchReplicaSpecs[Master].replicas: Invalid:")
+    assert code == 2
+    assert f"{bad}: spec.pytorchReplicaSpecs.Master.replicas: Invalid:" in output
+    assert "must be of type integer" in output
     assert "Traceback" not in output
 
 
@@ -50,7 +55,7 @@ def test_semantic_errors_are_reported(tmp_path: Path) -> None:
         "      template: {spec: {containers: [{name: xgboost, image: i}]}}\n"
     )
     code, output = _run("validate", "-f", str(bad))
-    assert code == 1
+    assert code == 2
     assert f"{bad}: spec.xgbReplicaSpecs" in output
 
 
@@ -58,7 +63,7 @@ def test_non_mapping_yaml_is_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "list.yaml"
     bad.write_text("- a\n- b\n")
     code, output = _run("validate", "-f", str(bad))
-    assert code == 1
+    assert code == 2
     assert output.strip().count("\n") == 0
     assert "expected a mapping" in output
 
@@ -67,7 +72,7 @@ def test_invalid_yaml_is_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "broken.yaml"
     bad.write_text("kind: [unclosed\n")
     code, output = _run("validate", "-f", str(bad))
-    assert code == 1
+    assert code == 2
     assert "not valid YAML" in output
     assert "Traceback" not in output
 
@@ -120,3 +125,86 @@ def test_submit_refuses_an_alias_bomb_before_any_request(tmp_path: Path) -> None
     )
     assert result.exit_code != 0
     assert f"{path}: YAML aliases expand the document" in result.output
+
+
+MASTER = "      template: {spec: {containers: [{name: pytorch, image: i}]}}\n"
+
+
+def _job(tmp_path: Path, spec: str, *, api_version: str = "kubeflow.org/v1") -> Path:
+    path = tmp_path / "job.yaml"
+    kind = "MPIJob" if "v2beta1" in api_version else "PyTorchJob"
+    path.write_text(f"apiVersion: {api_version}\nkind: {kind}\nmetadata: {{name: x}}\n{spec}")
+    return path
+
+
+def test_a_v2beta1_spec_of_any_shape_names_the_field(tmp_path: Path) -> None:
+    for spec in ("spec: 1.5\n", "spec: [abcd, efgh]\n", "spec: 7\n"):
+        path = _job(tmp_path, spec, api_version="kubeflow.org/v2beta1")
+        code, output = _run("validate", "-f", str(path))
+        assert code == 2, output
+        assert f"{path}: spec: Invalid:" in output
+        assert "Traceback" not in output
+
+
+def test_integers_are_bounded_as_kube_bounds_them(tmp_path: Path) -> None:
+    int32 = "spec:\n  pytorchReplicaSpecs:\n    Master:\n      replicas: 2147483648\n" + MASTER
+    code, output = _run("validate", "-f", str(_job(tmp_path, int32)))
+    assert code == 2
+    assert (
+        "spec.pytorchReplicaSpecs[Master].replicas: Invalid: Invalid value: 2147483648: json: "
+        "cannot unmarshal number 2147483648 into Go value of type int32"
+    ) in output
+    int64 = (
+        "spec:\n  runPolicy: {activeDeadlineSeconds: 9223372036854775808}\n"
+        "  pytorchReplicaSpecs:\n    Master:\n" + MASTER
+    )
+    code, output = _run("validate", "-f", str(_job(tmp_path, int64)))
+    assert code == 2
+    assert (
+        'spec.runPolicy.activeDeadlineSeconds: Invalid: Invalid value: "number": '
+        'spec.runPolicy.activeDeadlineSeconds in body must be of type integer: "number"'
+    ) in output
+
+
+def test_a_whole_float_and_a_null_are_read_as_kube_reads_them(tmp_path: Path) -> None:
+    spec = (
+        "spec:\n  pytorchReplicaSpecs:\n    Worker: null\n    Master:\n      replicas: 1.0\n"
+        + MASTER
+    )
+    code, output = _run("validate", "-f", str(_job(tmp_path, spec)))
+    assert (code, output.splitlines()[-1]) == (0, "OK PyTorchJob/x")
+
+
+def test_unknown_fields_follow_the_field_validation_mode(tmp_path: Path) -> None:
+    spec = "spec:\n  runPolicy: {backofLimit: 3}\n  pytorchReplicaSpecs:\n    Master:\n" + MASTER
+    path = _job(tmp_path, spec)
+    code, output = _run("validate", "-f", str(path))
+    assert code == 2
+    assert output.splitlines()[0].startswith("field validation: Strict")
+    assert (
+        f'{path}: spec.runPolicy.backofLimit: Forbidden: unknown field "spec.runPolicy.' in output
+    )
+    code, output = _run("validate", "-f", str(path), "--field-validation", "Warn")
+    assert code == 0
+    assert output.splitlines()[0].startswith("field validation: Warn")
+    assert '  warning: unknown field "spec.runPolicy.backofLimit"' in output
+    code, output = _run("validate", "-f", str(path), "--field-validation", "Ignore")
+    assert (code, output.splitlines()[1:]) == (0, ["OK PyTorchJob/x"])
+
+
+def test_metadata_the_server_owns_is_not_judged_but_a_namespace_must_be_a_string(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "job.yaml"
+    body = "spec:\n  pytorchReplicaSpecs:\n    Master:\n" + MASTER
+    path.write_text(
+        "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\n"
+        "metadata: {name: x, uid: 5, generation: x}\nstatus: 3\n" + body
+    )
+    assert _run("validate", "-f", str(path))[0] == 0
+    path.write_text(
+        "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: x, namespace: []}\n" + body
+    )
+    code, output = _run("validate", "-f", str(path))
+    assert code == 2
+    assert f"{path}: metadata.namespace: Invalid: must be a string" in output

@@ -271,7 +271,7 @@ def test_trainop_validate_refuses_a_template_that_would_leave_the_sandbox(tmp_pa
         "            volumeMounts: [{name: v, mountPath: /v, subPath: ../../etc}]\n"
     )
     result = CliRunner().invoke(main, ["validate", "-f", str(bad)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     where = "spec.pytorchReplicaSpecs[Master].template.spec.containers[0].volumeMounts[0].subPath"
     assert f"{bad}: {where}: Invalid: Invalid value: \"../../etc\": must not contain '..'" in (
         result.output

@@ -10,11 +10,13 @@ unknown fields are rejected under ``fieldValidation=Strict`` (400) or reported i
 Then the checks a cluster's admission chain adds, so that what is stored here is what a real
 cluster with trainop's webhook would store (docs/design/010, "Admission"):
 
-- training jobs (the seven ``kubeflow.org/v1`` kinds; create, update and every patch, the
-  ``status`` subresource excepted as the webhook does not see it): the local replica ceiling
-  (``limits``), then ``manifest.check_job``, the very check of ``trainop validate`` and the
-  webhook (``validate_update`` against the stored object on an update); errors are 422 with
-  one cause per field, warnings go in ``Warning`` headers;
+- custom resources: ``verdict.judge``, the one verdict ``trainop validate`` gives too
+  (metadata, structural schema, unknown fields by ``fieldValidation``); for training jobs
+  (every job kind, each served version; create, update and every patch, the ``status``
+  subresource excepted as the webhook does not see it) the local replica ceiling
+  (``limits``) first, and in ``judge`` the webhook's ``manifest.check_job``
+  (``validate_update`` against the stored object on an update); errors are 422 with one
+  cause per field, warnings go in ``Warning`` headers;
 - built-in kinds: kube's defaults (``defaults``; on the main resource, after unknown fields
   are dropped and before validation, so a Pod's QoS class is computed from them) and numeric
   resource quantities (``cpu: 1``) stored as kube's canonical
@@ -25,9 +27,10 @@ cluster with trainop's webhook would store (docs/design/010, "Admission"):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from trainop.api import manifest, pod_rules
+from trainop.api import pod_rules
 from trainop.api.kinds import KINDS, KindInfo
 from trainop.cluster.apiserver.admission import (
     builtin_fields,
@@ -35,6 +38,7 @@ from trainop.cluster.apiserver.admission import (
     limits,
     quantities,
     validation,
+    verdict,
 )
 from trainop.cluster.apiserver.http import status
 from trainop.cluster.apiserver.rest import resources
@@ -72,6 +76,9 @@ def check_metadata(call: Call, obj: dict[str, Any]) -> dict[str, Any]:
         meta = obj["metadata"] = {}
     if not isinstance(meta, dict):
         raise status.bad_request("metadata must be an object")
+    problem = verdict.metadata_error(meta)
+    if problem is not None:
+        raise status.bad_request(str(problem))
     body_ns = meta.get("namespace")
     if call.rt.namespaced and body_ns and call.namespace and body_ns != call.namespace:
         raise status.bad_request(
@@ -100,24 +107,20 @@ def admit(
         ceiling = limits.replica_errors(job_kind, obj, state.limits.max_replicas_per_job)
         if ceiling:
             raise status.invalid(rt, name, ceiling)
+    if rt.custom:
+        return _admit_custom(state, call, obj, old, job=job_kind is not None)
     errors: list[FieldError] = validation.metadata_errors(
         obj, plural=rt.plural, namespaced=rt.namespaced
     )
     warnings: list[str] = []
-    if rt.custom:
-        schema = state.schemas.get((rt.group, rt.version, rt.plural))
-        if schema is not None:
-            pruned = schema.prepare(obj)
-            warnings = _unknown_fields(call, pruned)
-            errors += schema.validator.errors(obj)
-    elif rt.definition is not None:
+    if rt.definition is not None:
         if rt.kind == "Secret" and not rt.group:
             builtin_fields.merge_string_data(obj)
         warnings = _unknown_fields(call, builtin_fields.unknown(rt.definition, obj))
         if call.subresource is None:
             defaults.apply(rt.group, rt.plural, obj, create=old is None)
         errors += validation.builtin_validator(rt.definition).errors(obj)
-    if not errors and rt.definition is not None and not rt.custom:
+    if not errors and rt.definition is not None:
         not_quantity = quantities.normalize(rt.definition, obj)  # cpu: 1 is stored as "1"
         if not_quantity is not None:
             raise status.bad_request(
@@ -126,13 +129,31 @@ def admit(
             )
     if not errors and call.subresource is None:
         errors += _object_rules(rt, obj)
-    if not errors and job_kind is not None and call.subresource is None:
-        decision = manifest.check_job(_as_v1(obj), old=_as_v1(old))
-        errors += decision.errors
-        warnings += decision.warnings
     if errors:
         raise status.invalid(rt, name, errors)
     return warnings
+
+
+def _admit_custom(
+    state: ApiState, call: Call, obj: dict[str, Any], old: dict[str, Any] | None, *, job: bool
+) -> list[str]:
+    """A custom resource: the one verdict ``trainop validate`` gives too (``verdict.judge``)."""
+    rt = call.rt
+    decision = verdict.judge(
+        obj,
+        schema=state.schemas.get((rt.group, rt.version, rt.plural)),
+        plural=rt.plural,
+        field_validation=call.query.get("fieldValidation", verdict.SERVER_DEFAULT_MODE),
+        job=job and call.subresource is None,
+        old=old,
+        namespaced=rt.namespaced,
+    )
+    if decision.unknown_fields:
+        raise _strict_error(call, decision.unknown_fields)
+    if decision.errors:
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        raise status.invalid(rt, name, list(decision.errors))
+    return list(decision.warnings)
 
 
 def _job_kind(state: ApiState, rt: resources.ResourceType) -> KindInfo | None:
@@ -146,14 +167,6 @@ def _job_kind(state: ApiState, rt: resources.ResourceType) -> KindInfo | None:
     if rt.version == "v1" or any(v.name == rt.version for v in info.other_versions):
         return info
     return None
-
-
-def _as_v1(obj: dict[str, Any] | None) -> dict[str, Any] | None:
-    """``obj`` as read through v1: the versions of one CRD share storage and differ only in
-    ``apiVersion`` (conversion None, docs/design/100), so one check judges every version."""
-    if obj is None or obj.get("apiVersion") == "kubeflow.org/v1":
-        return obj
-    return {**obj, "apiVersion": "kubeflow.org/v1"}
 
 
 def _object_rules(rt: resources.ResourceType, obj: dict[str, Any]) -> list[FieldError]:
@@ -174,12 +187,15 @@ def _object_rules(rt: resources.ResourceType, obj: dict[str, Any]) -> list[Field
 def _unknown_fields(call: Call, pruned: list[str]) -> list[str]:
     if not pruned:
         return []
-    mode = call.query.get("fieldValidation", "Warn")
-    messages = [f'unknown field "{p}"' for p in pruned]
-    if mode == "Strict":
-        kind, version = call.rt.kind, call.rt.api_version
-        raise status.bad_request(
-            f'{kind} in version "{version}" cannot be handled as a {kind}: '
-            "strict decoding error: " + ", ".join(messages)
-        )
-    return [] if mode == "Ignore" else messages
+    mode = call.query.get("fieldValidation", verdict.SERVER_DEFAULT_MODE)
+    if mode == verdict.STRICT:
+        raise _strict_error(call, pruned)
+    return [] if mode == verdict.IGNORE else [verdict.unknown_field_message(p) for p in pruned]
+
+
+def _strict_error(call: Call, pruned: Sequence[str]) -> Exception:
+    kind, version = call.rt.kind, call.rt.api_version
+    return status.bad_request(
+        f'{kind} in version "{version}" cannot be handled as a {kind}: '
+        "strict decoding error: " + ", ".join(map(verdict.unknown_field_message, pruned))
+    )

@@ -89,17 +89,52 @@ def _field_error(error: jsonschema.ValidationError) -> FieldError:
         return FieldError(
             path=field_path([*path, *missing[:1]]), type="Required", detail="Required value"
         )
+    where = field_path(path)
     if error.validator == "enum":
-        return FieldError(
-            path=field_path(path),
-            type="NotSupported",
-            detail=f"Unsupported value: {error.instance!r}",
-        )
+        values: Any = error.validator_value
+        supported = ", ".join(_short(v) for v in values)
+        detail = f"Unsupported value: {_short(error.instance)}: supported values: {supported}"
+        return FieldError(path=where, type="NotSupported", detail=detail)
+    if error.validator == "type":
+        actual = _json_type(error.instance)
+        wanted = _wanted_type(error.validator_value)
+        detail = f'Invalid value: "{actual}": {where} in body must be of type {wanted}: "{actual}"'
+        return FieldError(path=where, type="Invalid", detail=detail)
+    rule = _KUBE_RULES.get(str(error.validator))
+    said = f"{where} in body {rule.format(error.validator_value)}" if rule else error.message
     return FieldError(
-        path=field_path(path),
-        type="Invalid",
-        detail=f"Invalid value: {_short(error.instance)}: {error.message}",
+        path=where, type="Invalid", detail=f"Invalid value: {_short(error.instance)}: {said}"
     )
+
+
+# kube-openapi's words for the bounds a schema sets (``spec.x in body should be ...``).
+_KUBE_RULES = {
+    "minimum": "should be greater than or equal to {}",
+    "maximum": "should be less than or equal to {}",
+    "pattern": "should match '{}'",
+    "minLength": "should be at least {} chars long",
+    "maxLength": "should be at most {} chars long",
+}
+
+
+def _json_type(value: Any) -> str:
+    """The JSON type of a decoded value, as kube names it in schema errors."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _wanted_type(types: Any) -> str:
+    wanted = [t for t in types if t != "null"] if isinstance(types, list) else [types]
+    return str(wanted[0]) if wanted else "null"
 
 
 def _short(value: Any) -> str:
