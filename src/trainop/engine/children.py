@@ -120,7 +120,7 @@ def sync_pods(
         if pod.replica not in wanted:
             delete_pod(draft, pod)
     for replica in wanted:
-        if replica in present or not _may_create(draft, replica):
+        if replica in present or not _may_create(draft, replica, options):
             continue
         body, warnings = desired.pod(
             job=draft.job, framework=draft.framework, replica=replica,
@@ -136,8 +136,8 @@ def sync_pods(
         draft.events += warnings
 
 
-def _may_create(draft: Draft, replica: Replica) -> bool:
-    return phases.may_create(draft.job, draft.framework, draft.pods, replica.type)
+def _may_create(draft: Draft, replica: Replica, options: FrameworkOptions) -> bool:
+    return phases.may_create(draft.job, draft.framework, draft.pods, replica.type, options=options)
 
 
 def _pod_create(draft: Draft, replica: Replica, body: Wire) -> Create:
@@ -150,7 +150,7 @@ def _pod_create(draft: Draft, replica: Replica, body: Wire) -> Create:
     return Create(body, created=created, failed=wording.create_failed)
 
 
-def sync_services(draft: Draft) -> None:
+def sync_services(draft: Draft, options: FrameworkOptions) -> None:
     """One headless Service per replica (of the plugin's ``service_types``, if it names
     any); Services of replicas beyond ``replicas`` deleted."""
     framework = draft.framework
@@ -166,6 +166,6 @@ def sync_services(draft: Draft) -> None:
         if not draft.actions.count(Delete("v1", "Service", name)):
             draft.actions.append(Delete("v1", "Service", name))
     for name, replica in wanted.items():
-        if name not in present and _may_create(draft, replica):
+        if name not in present and _may_create(draft, replica, options):
             body = desired.service(job=draft.job, framework=draft.framework, replica=replica)
             draft.actions.append(Create(body))

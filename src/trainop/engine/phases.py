@@ -8,6 +8,10 @@ A plugin declares its phases as data (``frameworks.base.Framework``), for any ki
 - ``starts_after``: a type's pods and Services are created only once every replica of another
   type Succeeded (the gate is for creation only: a pod that exists is never deleted for it);
   a gate on a type the job lacks is open;
+- ``ConfigFiles.waits_for``, where pods see their generated files only as they were when they
+  started (``FrameworkOptions.pods_see_file_updates`` off: the local kubelets): a type whose
+  files list another type's addresses is created only once every pod of that type started
+  with an IP, so its files are complete when it starts (a cluster's kubelet refreshes them);
 - ``stages``: Normal events ``<Kind><stage>``, each once when the job's replica counts after
   the plan reach the stage and the counts of its last status had not.
 
@@ -20,14 +24,14 @@ Pure. Neighbours: ``plan`` derives and reports stages, ``children`` asks ``may_c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from trainop.api.types import Job, ReplicaStatus
 from trainop.engine import naming
 from trainop.engine.actions import Create, Event
 from trainop.engine.draft import Draft
 from trainop.engine.observed import PodView
-from trainop.frameworks.base import Framework, Stage, replicas_of
+from trainop.frameworks.base import Framework, FrameworkOptions, Stage, replicas_of
 
 
 def with_derived_replicas(job: Job, framework: Framework) -> Job:
@@ -40,19 +44,46 @@ def with_derived_replicas(job: Job, framework: Framework) -> Job:
 
 
 def may_create(
-    job: Job, framework: Framework, pods: tuple[PodView, ...], replica_type: str
+    job: Job,
+    framework: Framework,
+    pods: tuple[PodView, ...],
+    replica_type: str,
+    *,
+    options: FrameworkOptions,
 ) -> bool:
-    """Whether pods and Services of ``replica_type`` may be created now (its gate is open)."""
+    """Whether pods and Services of ``replica_type`` may be created now: its gate is open and,
+    where pods see their generated files only as they were at start, the pods whose addresses
+    those files list all started with an IP (``ConfigFiles.waits_for``)."""
     gate = framework.starts_after.get(replica_type)
-    if gate is None or gate not in job.spec.replica_specs:
+    if gate is not None and not _all_in(job, pods, gate, lambda pod: pod.phase == "Succeeded"):
+        return False
+    files = framework.config_files
+    if files is None or options.pods_see_file_updates:
         return True
-    wanted = replicas_of(job, gate)
-    done = {
+    listed = files.waits_for.get(replica_type)
+    return listed is None or _all_in(job, pods, listed, _has_started_with_an_ip)
+
+
+def _has_started_with_an_ip(pod: PodView) -> bool:
+    """Running, or done with success (a short worker may finish between two looks), with its
+    IP known (``status.podIP``): the files that list it are final."""
+    return pod.phase in ("Running", "Succeeded") and bool(pod.ip) and not pod.terminating
+
+
+def _all_in(
+    job: Job, pods: tuple[PodView, ...], replica_type: str, test: Callable[[PodView], object]
+) -> bool:
+    """Every replica of ``replica_type`` has a pod that passes ``test`` (a type the job
+    lacks: true)."""
+    if replica_type not in job.spec.replica_specs:
+        return True
+    wanted = replicas_of(job, replica_type)
+    passed = {
         pod.replica
         for pod in pods
-        if pod.replica.type == gate and pod.phase == "Succeeded" and pod.replica.position < wanted
+        if pod.replica.type == replica_type and pod.replica.position < wanted and test(pod)
     }
-    return len(done) >= wanted
+    return len(passed) >= wanted
 
 
 def withdraw_later_phases(draft: Draft) -> None:

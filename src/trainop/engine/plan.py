@@ -89,7 +89,7 @@ def _run(draft: Draft, topology: Topology, options: EngineOptions) -> None:
     children.sync_extra_objects(draft, topology, options.frameworks)
     restarts.restart(draft, pending)
     children.sync_pods(draft, topology, options.frameworks, scheduler)
-    children.sync_services(draft)
+    children.sync_services(draft, options.frameworks)
     _update_status(draft)
 
 

@@ -127,7 +127,8 @@ class FrameworkOptions:
     mpi_kubectl_delivery_image: str = "kubeflow/kubectl-delivery:latest"
     # DGL: the init containers of the launcher and partitioner (a template as PyTorch's, with
     # ``{{.KubectlDownloadImage}}``, ``{{.WatcherLoopImage}}`` and ``{{.Namespace}}``) and the
-    # images it names (the Qihoo operator's flags).
+    # images it names (the Qihoo operator's flags). Local mode: ``[]``, none (their images
+    # cannot run there; ``ConfigFiles.waits_for`` orders the launcher after the workers).
     dgl_init_container_template: str = DEFAULT_DGL_INIT_CONTAINER_TEMPLATE
     dgl_kubectl_download_image: str = "dgloperator/kubectl-download:latest"
     dgl_watcher_loop_image: str = "dgloperator/watcher-loop:latest"
@@ -135,11 +136,16 @@ class FrameworkOptions:
     # local mode ``$(TRAINOP_ROOT)``, where the process kubelet materialises a container's
     # mountPaths (its processes see the host's filesystem; note 060).
     container_root: str = ""
-    # MPI (spec 7.5): the command kubexec.sh runs as ``<command> <pod> [--container C] --
-    # /bin/sh -c ...``, whether the launcher gets the kubectl-delivery init container, and
-    # env added to the launcher's first container (names the user sets win). Local mode:
-    # trainop's exec client, no delivery, Open MPI over loopback.
-    mpi_exec_command: str = "/opt/kube/kubectl exec"
+    # The command a generated ``kubexec.sh`` (MPI's, DGL's) runs as ``<command> <pod>
+    # [--container C] -- /bin/sh -c ...``: kubectl on a cluster; locally trainop's exec client.
+    exec_command: str = "/opt/kube/kubectl exec"
+    # Whether a running pod sees later changes of its generated files (``ConfigFiles``): a
+    # cluster's kubelet refreshes configMap volumes; the local kubelets project them once, when
+    # the pod starts, so there ``ConfigFiles.waits_for`` holds such pods back (note 004).
+    pods_see_file_updates: bool = True
+    # MPI (spec 7.5): whether the launcher gets the kubectl-delivery init container, and env
+    # added to the launcher's first container (names the user sets win). Local mode: no
+    # delivery, Open MPI over loopback.
     mpi_kubectl_delivery: bool = True
     mpi_launcher_env: tuple[tuple[str, str], ...] = ()
     # MPIJob v2beta1: the remote shell its launcher's MPI uses instead of the image's ssh
@@ -279,6 +285,11 @@ class ConfigFiles:
     volume: str
     mount_path: str
     items: AbstractMapping[str, tuple[tuple[str, int], ...]]
+    # Replica type -> the type whose pods' addresses its files list (DGL: the launcher's
+    # hostfile lists the workers'). Where pods do not see file updates
+    # (``FrameworkOptions.pods_see_file_updates``) the engine creates the former's pods only
+    # once every pod of the latter started with an IP, so that they start with complete files.
+    waits_for: AbstractMapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

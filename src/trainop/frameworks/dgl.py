@@ -4,6 +4,7 @@
 first, the idle workers and their Services once it Succeeded; the launcher's ``dglrun`` reaches
 them through ``kubexec.sh`` and the files (IPs from ``topology.ip_address``). ``Skip``: the
 launcher alone. Qihoo's labels, init containers and paths stay, so its images work unchanged.
+Local mode: other ``FrameworkOptions`` (``exec_command``, no init containers; note 060).
 """
 
 from __future__ import annotations
@@ -17,13 +18,11 @@ from trainop.frameworks.base import EnvVar, ExecAccess, FrameworkOptions, Peers,
 from trainop.frameworks.topology import Topology, ip_address
 
 Wire = base.Wire
-_CONFIG = {"name": "config-volume", "mountPath": "/etc/dgl"}
+_CONFIG = ("config-volume", "/etc/dgl")  # the files' volume and mountPath
 _KUBE = {"name": "kube-volume", "mountPath": "/opt/kube"}
 _DATASET = {"name": "dataset-volume", "mountPath": "/dgl_workspace/dataset"}
 _SHM = {"name": "shm-volume", "mountPath": "/dev/shm"}
-_KUBEXEC = (
-    '#!/bin/sh\nset -x\nPOD_NAME=$1; shift\n/opt/kube/kubectl exec ${POD_NAME} -- /bin/sh -c "$*"'
-)
+_KUBEXEC = '#!/bin/sh\nset -x\nPOD_NAME=$1; shift\n{exec} ${{POD_NAME}} -- /bin/sh -c "$*"'
 _MOUNTS = {"Launcher": [_KUBE, _DATASET], "Partitioner": [_SHM, _KUBE], "Worker": [_SHM]}
 _FILES = (("kubexec.sh", 0o555), ("hostfile", 0o444), ("partfile", 0o444), ("leadfile", 0o444))
 _ITEMS = {"Launcher": _FILES[:3], "Partitioner": _FILES, "Worker": _FILES}
@@ -71,7 +70,8 @@ def files(*, job: Job, peers: Peers, topology: Topology, options: FrameworkOptio
     single = {"partfile": "Partitioner", "leadfile": "Launcher"}
     found = {key: line(rt, None, port) if rt in specs else "" for key, rt in single.items()}
     hostfile = "".join(h for h in hosts if h) if all(hosts) else ""
-    return {"kubexec.sh": _KUBEXEC, "hostfile": hostfile, **{k: v or "" for k, v in found.items()}}
+    kubexec = _KUBEXEC.format(exec=options.exec_command)
+    return {"kubexec.sh": kubexec, "hostfile": hostfile, **{k: v or "" for k, v in found.items()}}
 
 
 def derive_replicas(*, job: Job) -> dict[str, ReplicaSpec]:
@@ -134,7 +134,7 @@ FRAMEWORK = base.Framework(
     env=env,
     env_containers="first",
     decorate_pod=decorate_pod,
-    config_files=base.ConfigFiles(files, _CONFIG["name"], _CONFIG["mountPath"], _ITEMS),
+    config_files=base.ConfigFiles(files, *_CONFIG, _ITEMS, {"Launcher": "Worker"}),
     exec_access=(ExecAccess("Launcher", "Worker"), ExecAccess("Partitioner", "Launcher")),
     name_label="app",
     service_types=("Worker",),

@@ -4,7 +4,7 @@ Workers idle until ``mpirun`` on the launcher reaches them through ``kubexec.sh`
 name: no Services). The plugin writes the launcher's env and its files; the engine mounts them
 from the ConfigMap ``<job>-config`` (``config_files``) and gives the launcher its account and
 RBAC (``exec_access``). Local mode differs only through ``FrameworkOptions`` (``container_root``,
-``mpi_exec_command``, ``mpi_kubectl_delivery``, ``mpi_launcher_env``).
+``exec_command``, ``mpi_kubectl_delivery``, ``mpi_launcher_env``).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def files(*, job: Job, peers: base.Peers, topology: Topology, options: Framework
     return {
         "hostfile": mpirun.hostfile(hosts, slots),
         "kubexec.sh": _KUBEXEC.format(
-            exec=options.mpi_exec_command, container=f" --container {main}" if main else ""
+            exec=options.exec_command, container=f" --container {main}" if main else ""
         ),
         "discover_hosts.sh": _discover_hosts(job, peers.running, slots),
     }

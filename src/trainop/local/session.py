@@ -313,14 +313,18 @@ _OPEN_MPI_LOOPBACK = (("OMPI_MCA_oob_tcp_if_include", "lo"), ("OMPI_MCA_btl_tcp_
 
 def container_frameworks(options: FrameworkOptions, *, by_name: bool = True) -> FrameworkOptions:
     """The plugin settings of a container cluster: names resolve (no DNS wait), paths are the
-    manifest's; MPI's rsh agent (and v2beta1's ssh) is the exec client the container runtime
-    mounts into every container, which reaches the kubelet's exec (``podman exec``). When the
-    pods reach each other ``by_name`` (the session's network), a v2beta1 job whose workers run
-    sshd keeps the image's ssh, as on a cluster (note 100)."""
+    manifest's; MPI's rsh agent (and v2beta1's ssh) and DGL's ``kubexec.sh`` use the exec
+    client the container runtime mounts into every container, which reaches the kubelet's exec
+    (``podman exec``); pods see their generated files as they were at start (DGL: no init
+    containers, the launcher after the workers). When the pods reach each other ``by_name``
+    (the session's network), a v2beta1 job whose workers run sshd keeps the image's ssh, as on
+    a cluster (note 100)."""
     return dataclasses.replace(
         options,
         wait_for_peer_dns=False,
-        mpi_exec_command=containers.exec_command(),
+        exec_command=containers.exec_command(),
+        pods_see_file_updates=False,
+        dgl_init_container_template="[]",
         mpi_kubectl_delivery=False,
         mpi_ssh_command=containers.ssh_command(),
         mpi_real_ssh_to_sshd_workers=by_name,
@@ -329,13 +333,17 @@ def container_frameworks(options: FrameworkOptions, *, by_name: bool = True) -> 
 
 def local_frameworks(options: FrameworkOptions) -> FrameworkOptions:
     """The plugin settings of a process cluster (the mode reaches plugins only as data): no
-    waiting for peer DNS; paths under the sandbox's ``$(TRAINOP_ROOT)``; MPI's rsh agent execs
-    through the kubelet (``execclient``) instead of a delivered kubectl."""
+    waiting for peer DNS; paths under the sandbox's ``$(TRAINOP_ROOT)``; MPI's rsh agent and
+    DGL's ``kubexec.sh`` exec through the kubelet (``execclient``) instead of a downloaded
+    kubectl; pods see their generated files as they were at start (DGL: no init containers,
+    whose images cannot run here; the launcher after the workers, note 060)."""
     return dataclasses.replace(
         options,
         wait_for_peer_dns=False,
         container_root="$(TRAINOP_ROOT)",
-        mpi_exec_command=execclient.shell_command(),
+        exec_command=execclient.shell_command(),
+        pods_see_file_updates=False,
+        dgl_init_container_template="[]",
         mpi_kubectl_delivery=False,
         mpi_launcher_env=_OPEN_MPI_LOOPBACK,
         mpi_ssh_command=sshclient.shell_command(),
