@@ -70,7 +70,7 @@ test-slow: $(STAMP)
 	$(BIN)/pytest -q -m slow
 
 # End-to-end examples (examples/README.md). `make check` runs the core three (PyTorch, XGBoost,
-# MPI); `make e2e-all` adds TensorFlow, JAX, PaddlePaddle and MXNet (its own venv).
+# MPI); `make e2e-all` adds TensorFlow, JAX, PaddlePaddle, MXNet (its own venv) and DGL.
 MXVENV  ?= .venv-mxnet
 IMPIVENV ?= .venv-impi
 MPICHVENV ?= .venv-mpich
@@ -84,6 +84,9 @@ e2e-env: $(STAMP)
 
 e2e-env-all: e2e-env $(MXVENV)/.installed $(MPICHVENV)/.installed $(IMPIVENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[dev,e2e-all]'
+	@# DGL 1.1.3, the last release that runs on torch 2.13 (no graphbolt; dgljob-spec 4): it
+	@# brings no torch (numpy, scipy, networkx, requests, tqdm, psutil; it also imports packaging)
+	$(BIN)/python -m pip install --quiet 'dgl==1.1.3' packaging
 	$(BIN)/python -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 
 # MPICH for the MPIJob v2beta1 MPICH example: Debian's mpich (its mpirun alternative ranks below

@@ -4,6 +4,8 @@
 #   localhost/trainop-ddp:1          + CPU torch (from this machine's wheel directories) and
 #                                    /opt/train/ddp.py and tfconfig.py; no ENTRYPOINT
 #   localhost/trainop-ddp-entry:1    the same with ENTRYPOINT ["python3", "/opt/train/ddp.py"]
+#   localhost/trainop-dgl:1          trainop-ddp:1 + dgl==1.1.3 and examples/dgl under
+#                                    /opt/trainop (WORKDIR): the DGLJob example's two workers
 #   localhost/trainop-debian-mpi:12  Debian bookworm minbase + python3, Open MPI, mpi4py
 #   localhost/trainop-mpi:1          + examples/mpi/allreduce.py under /opt/trainop (WORKDIR)
 #   localhost/trainop-debian-mpi-ssh:12  the MPI base + openssh-server and openssh-client
@@ -52,14 +54,18 @@ if ! $podman image exists localhost/trainop-debian-mpi-ssh:12; then
     rm -f "$state/rootfs-mpi-ssh.tar"
 fi
 $podman build -t localhost/trainop-mpi-ssh:1 -f "$here/Containerfile.mpi-ssh" "$here/../examples/mpi"
-echo "container-images: built localhost/trainop-ddp:1, trainop-ddp-entry:1, trainop-mpi:1" \
-    "and trainop-mpi-ssh:1"
+# Last, so that a failed DGL install leaves the other images built.
+# shellcheck disable=SC2086
+$podman build --network host $mounts -t localhost/trainop-dgl:1 -f "$here/Containerfile.dgl" \
+    "$here/../examples/dgl"
+echo "container-images: built localhost/trainop-ddp:1, trainop-ddp-entry:1, trainop-dgl:1," \
+    "trainop-mpi:1 and trainop-mpi-ssh:1"
 if ! command -v docker >/dev/null 2>&1 || ! docker info >/dev/null 2>&1; then
     echo "container-images: docker does not work here (make docker-env): not loaded into docker"
     exit 0
 fi
 for image in localhost/trainop-debian-py:12 localhost/trainop-ddp:1 localhost/trainop-ddp-entry:1 \
-    localhost/trainop-mpi:1 localhost/trainop-mpi-ssh:1; do
+    localhost/trainop-dgl:1 localhost/trainop-mpi:1 localhost/trainop-mpi-ssh:1; do
     id=$($podman image inspect --format '{{.Id}}' "$image")
     if [ "$(docker image inspect --format '{{.Id}}' "$image" 2>/dev/null)" != "sha256:$id" ]; then
         $podman save "$image" | docker load

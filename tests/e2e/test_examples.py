@@ -6,10 +6,16 @@ their ``PROOF ... OK`` lines, each under its replica's ``[prefix]``. Marked ``e2
 ``make e2e`` runs PyTorch, XGBoost and MPI (CI runs those), ``make e2e-all`` every framework.
 A case whose framework is not installed is skipped, unless ``TRAINOP_E2E_REQUIRE=1`` (set by
 the make targets) makes that a failure. Each case's wall time is printed.
+
+DGL has two more: its two-worker example under ``--runtime podman`` (markers ``e2e`` and
+``containers``; image ``localhost/trainop-dgl:1`` from ``make container-images``, skipped
+without it), and a failing partitioner under ``trainop local up`` + ``kubectl``, whose job
+Fails with no worker pod ever made (a watch of the job's pods from before the apply).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -20,6 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
+
+from tests.e2e.test_containers import _podman, _run, podman  # noqa: F401
+from tests.e2e.test_local_up import kubectl  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
 IMPI_HYDRA = str(ROOT / ".venv-impi" / "bin" / "mpiexec.hydra")  # PyPI's impi-rt
@@ -35,6 +45,7 @@ class Case:
     expect: str = ""  # a line the output must contain
     python: str = ""  # the interpreter the replicas use, when not trainop's own
     restarted: str = ""  # the one replica that must have run twice (all others once)
+    ordered: tuple[str, ...] = ()  # texts the output must contain, in this order
 
 
 CASES = {
@@ -72,6 +83,18 @@ CASES = {
     "paddlepaddle/collective": Case("paddlepaddle/collective.yaml", ("paddle",), proofs=2),
     "mxnet/mxjob-train": Case(
         "mxnet/mxjob-train.yaml", ("mxnet",), proofs=2, python=".venv-mxnet/bin/python"
+    ),
+    # The partitioner's output, then (after the worker started) the launcher's servers and
+    # trainers; trainer 0's proof in the launcher's log (the trainers' output reaches it).
+    "dgl/partition-train": Case(
+        "dgl/partition-train.yaml",
+        ("dgl", "torch"),
+        proofs=1,
+        ordered=(
+            "[partitioner] partitioned graph toy: {'nodes': 2000",
+            "server on dgl-graph-worker-0:",
+            "PROOF dgl trainers=1 partitions=1 nodes=2000 owned_sum=2000",
+        ),
     ),
 }
 
@@ -124,6 +147,17 @@ def test_example_runs_under_trainop_run(name: str) -> None:
         assert case.expect in output, tail
     if case.restarted:
         assert_only_restarted(output, case.restarted)
+    assert_in_order(output, case.ordered)
+
+
+def assert_in_order(output: str, texts: tuple[str, ...]) -> None:
+    """``output`` contains each of ``texts``, each after the one before."""
+    position = 0
+    for text in texts:
+        found = output.find(text, position)
+        assert found >= 0, (f"missing, or before {texts[texts.index(text) - 1]!r}: {text!r}",
+                            output[-6000:])  # fmt: skip
+        position = found + len(text)
 
 
 def assert_only_restarted(output: str, replica: str) -> None:
@@ -135,3 +169,70 @@ def assert_only_restarted(output: str, replica: str) -> None:
     second = re.findall(r"^\[([\w/-]+)\]\s+rank \d+: second run", output, re.MULTILINE)
     assert (first, second) == ([replica], [replica]), (first, second)
     assert replica in joined
+
+
+DGL_IMAGE = "localhost/trainop-dgl:1"
+DGL_PAIR = re.compile(r"^\[launcher\]\s+trainer (\d)/2 on (dgl-graph-pair-worker-\d):", re.M)
+
+
+@pytest.mark.e2e
+@pytest.mark.containers
+def test_dgl_two_workers_train_on_their_own_partitions_under_podman(podman: Path) -> None:  # noqa: F811
+    """``partition-train-containers.yaml`` as shipped under ``--runtime podman``: two DGL
+    machines, each a worker pod with its own IP and /dev/shm (on one IP they crash); each
+    trainer owns one partition, and both read the whole graph through the servers."""
+    if _podman(podman, "image", "exists", DGL_IMAGE).returncode != 0:
+        pytest.skip(f"image {DGL_IMAGE} is missing (make container-images)")
+    manifest = ROOT / "examples" / "dgl" / "partition-train-containers.yaml"
+    code, output, elapsed = _run(manifest, "--runtime", "podman", timeout=300)
+    assert code == 0, output[-6000:]
+    assert_in_order(output, (
+        "[partitioner] partitioned graph toy: {'nodes': 2000",
+        "server on dgl-graph-pair-worker-1:",
+        "PROOF dgl trainers=2 partitions=2 nodes=2000 owned_sum=2000 expected=2000 "
+        "whole_graph=2/2 edges=4000",
+    ))  # fmt: skip
+    assert len(PROOF_OK.findall(output)) == 1, output[-6000:]
+    trainers = dict(DGL_PAIR.findall(output))
+    assert trainers == {"0": "dgl-graph-pair-worker-0", "1": "dgl-graph-pair-worker-1"}, output
+    masters = set(re.findall(r"--master_addr=(\S+)", output))  # the hostfile's first IP
+    assert len(masters) == 1, masters
+    assert not masters.pop().startswith("127."), "worker 0's pod IP, not loopback"
+    print(f"dgl/partition-train-containers: {elapsed:.1f}s under trainop run --runtime podman")
+
+
+@pytest.mark.e2e
+def test_dgl_a_failing_partitioner_fails_the_job_and_no_worker_pod_is_ever_made(
+    kubectl: list[str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The example with a launcher command that exits 3 (so the partitioner's, which is the
+    launcher's): applied to ``trainop local up``, the job Fails, and a watch of the job's pods
+    from before the apply to after the failure sees the partitioner and nothing else."""
+    job = "dgl-broken"
+    manifest = yaml.safe_load((ROOT / "examples" / "dgl" / "partition-train.yaml").read_text())
+    manifest["metadata"]["name"] = job
+    launcher = manifest["spec"]["dglReplicaSpecs"]["Launcher"]["template"]["spec"]
+    launcher["containers"][0]["command"] = ["python3", "-c", "raise SystemExit(3)"]
+    (tmp_path / "broken.yaml").write_text(yaml.safe_dump(manifest))
+    before = _kubectl(kubectl, "get", "pods", "-o", "jsonpath={.metadata.resourceVersion}")
+    _kubectl(kubectl, "apply", "-f", str(tmp_path / "broken.yaml"))
+    _kubectl(kubectl, "wait", "--for=condition=Failed", f"dgljob/{job}", "--timeout=120s")
+    selector = f"training.kubeflow.org%2Fjob-name%3D{job}"
+    query = f"watch=1&resourceVersion={before}&timeoutSeconds=3&labelSelector={selector}"
+    events = _kubectl(kubectl, "get", "--raw", f"/api/v1/namespaces/default/pods?{query}")
+    pods = [json.loads(line)["object"] for line in events.splitlines() if line.strip()]
+    assert {pod["metadata"]["name"] for pod in pods} == {f"{job}-partitioner"}, events
+    assert pods[-1]["status"]["phase"] == "Failed"
+    message = _kubectl(
+        kubectl, "get", "dgljob", job, "-o", "jsonpath={.status.conditions[-1].message}"
+    )
+    assert message == f"DGLJob {job} is failed because 1 Partitioner replica(s) failed."
+
+
+def _kubectl(command: list[str], *args: str) -> str:
+    done = subprocess.run(
+        [*command, *args], capture_output=True, text=True, timeout=150, cwd=ROOT, check=False
+    )
+    assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stdout}{done.stderr}"
+    return done.stdout

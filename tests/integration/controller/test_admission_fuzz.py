@@ -221,8 +221,7 @@ def test_mutated_examples_are_refused_or_handled(
 
 
 def test_the_fuzz_starts_from_every_kind() -> None:
-    # DGLJob's example (real DGL, partitioned then trained locally) is issue 26's next step.
-    assert {job["kind"] for job in EXAMPLES} == set(PLURALS) - {"DGLJob"}
+    assert {job["kind"] for job in EXAMPLES} == set(PLURALS)
     assert all(wire.check_job(job).ok for job in EXAMPLES)
 
 

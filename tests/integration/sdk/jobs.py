@@ -17,10 +17,10 @@ LAYOUTS: dict[str, dict[str, int]] = {
     "PaddleJob": {"Worker": 2},
     "JAXJob": {"Worker": 2},
     "MXJob": {"Scheduler": 1, "Server": 1, "Worker": 1},
+    # Partitioner (derived, the launcher's command), then the worker, then the launcher.
+    "DGLJob": {"Launcher": 1, "Worker": 1},
 }
-# DGLJob joins once it runs on this machine (issue 26's next step: local stand-ins for the
-# Qihoo images' init containers); its controller behaviour is tests/integration/controller.
-ALL_KINDS = [info.kind for info in KINDS if info.kind != "DGLJob"]
+ALL_KINDS = [info.kind for info in KINDS]
 HELLO = "import os; print('hello from', os.environ.get('HOSTNAME', '?'), flush=True)"
 
 
