@@ -7,7 +7,7 @@ chained with ``raise ... from exc`` so the cause is never lost::
     TrainopError
     ├── ManifestError          a file or document could not be read as a job (YAML, not a mapping)
     ├── InvalidJobError        a job failed parsing, defaulting or validation; carries FieldErrors
-    ├── UnknownKindError       a kind that is not one of the seven kubeflow.org/v1 job kinds
+    ├── UnknownKindError       a kind that is not one of trainop's job kinds
     ├── TerminalError          a reconcile failed in a way no retry can fix (not requeued)
     ├── InvalidTemplateError   an operator template (PyTorch init container file) cannot be used
     ├── local.ports.PortsExhaustedError

@@ -1,7 +1,7 @@
 """A local session in one process: the embedded cluster (``trainop.cluster``) and the operator.
 
 ``LocalCluster`` is what ``trainop run`` and ``trainop local up`` start. Order: the API server
-(state in ``state_dir``; a kubeconfig is written for any client), the seven CRDs (installed or
+(state in ``state_dir``; a kubeconfig is written for any client), the job kinds' CRDs (installed or
 updated), then the controller — the same ``Manager`` as ``trainop operator``, with the local
 topology (loopback ports, ``local.topology``) — and a kubelet that runs pods: the kubelet
 (host processes or containers) for real jobs, or the simulated one. ``async with
@@ -192,7 +192,7 @@ class LocalCluster:
 async def install_crds(client: Client) -> None:
     """Install the CRD of every kind, or bring an installed one up to this version's schema.
 
-    All at once: the server's group commit then makes the seven writes durable together.
+    All at once: the server's group commit then makes the CRD writes durable together.
     """
     await _install_each(client, schemas.crds())
 

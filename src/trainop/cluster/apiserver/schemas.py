@@ -1,7 +1,7 @@
 """The official Kubernetes schemas trainop builds on, read from the kubernetes-validate package.
 
 ``load_definitions`` returns the OpenAPI ``$defs`` of ``api.k8s_schema.KUBERNETES_VERSION``;
-``crds`` builds the seven CRDs from them (what ``trainop manifests generate`` writes and what a
+``crds`` builds the job kinds' CRDs from them (what ``trainop manifests generate`` writes and what a
 local session installs). Reading package data is I/O, so it lives here and not in ``api``.
 """
 
