@@ -21,6 +21,7 @@ from typing import NoReturn
 
 import pytest
 
+from tests import polling
 from tests.integration.sdk.conftest import local_cluster  # noqa: F401  (the shared fixture)
 from trainop.local import daemon
 
@@ -159,3 +160,39 @@ def write(tmp_path: Path, text: str, name: str = "obj.yaml") -> str:
     path = tmp_path / name
     path.write_text(text)
     return str(path)
+
+
+# A pod on the local node that ignores SIGTERM: only the kubelet's SIGKILL ends it.
+STUBBORN = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+spec:
+  nodeName: trainop-local
+  terminationGracePeriodSeconds: 30
+  containers:
+    - name: main
+      image: python:3.11
+      env:
+        - name: GREETING
+          value: from-the-pod
+      command:
+        - python
+        - -c
+        - |
+          import signal, time
+          signal.signal(signal.SIGTERM, signal.SIG_IGN)
+          print("ready", flush=True)
+          time.sleep(300)
+"""
+
+
+def started(kubectl: Kubectl, ns: str, name: str) -> None:
+    """Once ``name`` (a STUBBORN pod) has printed ``ready``."""
+    polling.wait_for(
+        lambda: "ready" in kubectl.run("logs", "-n", ns, name, check=False).stdout,
+        timeout=30,
+        what=f"{name} started",
+        interval=0.2,
+    )

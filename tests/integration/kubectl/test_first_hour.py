@@ -23,7 +23,14 @@ from kubernetes.stream import stream
 
 from tests import polling
 from tests.integration.cluster.apiserver import rawhttps
-from tests.integration.kubectl.conftest import QUICK, Kubectl, one_master_job, write
+from tests.integration.kubectl.conftest import (
+    QUICK,
+    STUBBORN,
+    Kubectl,
+    one_master_job,
+    started,
+    write,
+)
 from trainop.cluster.apiserver.http import tls
 
 
@@ -159,45 +166,11 @@ def test_strict_validation_of_a_builtin_kind(kubectl: Kubectl, ns: str, tmp_path
     assert "configmap/typo created" in warned.stdout
 
 
-STUBBORN = """
-apiVersion: v1
-kind: Pod
-metadata:
-  name: {name}
-spec:
-  nodeName: trainop-local
-  terminationGracePeriodSeconds: 30
-  containers:
-    - name: main
-      image: python:3.11
-      env:
-        - name: GREETING
-          value: from-the-pod
-      command:
-        - python
-        - -c
-        - |
-          import signal, time
-          signal.signal(signal.SIGTERM, signal.SIG_IGN)
-          print("ready", flush=True)
-          time.sleep(300)
-"""
-
-
-def _started(kubectl: Kubectl, ns: str, name: str) -> None:
-    polling.wait_for(
-        lambda: "ready" in kubectl.run("logs", "-n", ns, name, check=False).stdout,
-        timeout=30,
-        what=f"{name} started",
-        interval=0.2,
-    )
-
-
 def test_pod_deletion_honours_the_grace_period(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
     for name in ("slow", "forced"):
         kubectl.run("apply", "-n", ns, "-f", write(tmp_path, STUBBORN.format(name=name), name))
     for name in ("slow", "forced"):
-        _started(kubectl, ns, name)
+        started(kubectl, ns, name)
     began = time.monotonic()
     kubectl.run("delete", "pod", "slow", "-n", ns, "--grace-period=3", "--wait=false")
     stamp = kubectl.out(
@@ -233,7 +206,7 @@ def test_get_nodes_shows_the_local_node(kubectl: Kubectl) -> None:
 def test_exec_into_a_running_container(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
     _needs(kubectl, 30, "exec")
     kubectl.run("apply", "-n", ns, "-f", write(tmp_path, STUBBORN.format(name="box"), "box"))
-    _started(kubectl, ns, "box")
+    started(kubectl, ns, "box")
     hostname = Path("/etc/hostname").read_text()
     assert kubectl.out("exec", "-n", ns, "box", "--", "cat", "/etc/hostname") == hostname
     echoed = kubectl.run(
@@ -257,7 +230,7 @@ def test_exec_into_a_running_container(kubectl: Kubectl, ns: str, tmp_path: Path
 def test_cp_rides_on_exec(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
     _needs(kubectl, 30, "exec")
     kubectl.run("apply", "-n", ns, "-f", write(tmp_path, STUBBORN.format(name="cpbox"), "cpbox"))
-    _started(kubectl, ns, "cpbox")
+    started(kubectl, ns, "cpbox")
     source = tmp_path / "source.txt"
     source.write_text("".join(f"payload {i}\n" for i in range(400_000)))  # ~5 MB
     inside = tmp_path / "inside"
@@ -311,7 +284,7 @@ def test_port_forward_reaches_the_pods_port(kubectl: Kubectl, ns: str, tmp_path:
     pod = SERVER.format(code=SERVE.format(port=remote))
     pod = pod.replace("    - name: main\n", f"    - name: main\n      workingDir: {tmp_path}\n")
     kubectl.run("apply", "-n", ns, "-f", write(tmp_path, pod, "web.yaml"))
-    _started(kubectl, ns, "web")
+    started(kubectl, ns, "web")
     forward = _port_forward(kubectl, ns, "pod/web", f"{local}:{remote}")
     try:
 
@@ -371,7 +344,7 @@ async def _stream(kubeconfig: Path, path: str, protocol: str, send: list[bytes])
 
 def test_exec_with_a_terminal_over_v4(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
     kubectl.run("apply", "-n", ns, "-f", write(tmp_path, STUBBORN.format(name="term"), "term"))
-    _started(kubectl, ns, "term")
+    started(kubectl, ns, "term")
     query = "command=sh&command=-c&command=stty+size;+tty+-s+%26%26+echo+terminal;+exit+4"
     path = f"/api/v1/namespaces/{ns}/pods/term/exec?{query}&stdout=true&tty=true&stdin=true"
     resize = bytes([4]) + json.dumps({"Width": 123, "Height": 45}).encode()
@@ -391,7 +364,7 @@ def test_attach_follows_output_and_spdy_gets_a_status(
 ) -> None:
     _needs(kubectl, 30, "attach")
     kubectl.run("apply", "-n", ns, "-f", write(tmp_path, STUBBORN.format(name="att"), "att"))
-    _started(kubectl, ns, "att")
+    started(kubectl, ns, "att")
     endpoint = rawhttps.Endpoint.load(Path(kubectl.env["KUBECONFIG"]))
     conn = endpoint.connect()
     conn.request(
@@ -411,7 +384,7 @@ def test_attach_follows_output_and_spdy_gets_a_status(
         "time.sleep(300)", "[print('tick', i, flush=True) or time.sleep(0.3) for i in range(30)]"
     )
     kubectl.run("apply", "-n", ns, "-f", write(tmp_path, ticker, "ticker"))
-    _started(kubectl, ns, "ticker")
+    started(kubectl, ns, "ticker")
     attached = kubectl.run("attach", "-n", ns, "ticker", timeout=60)
     ticks = [line for line in attached.stdout.splitlines() if line.startswith("tick")]
     assert ticks
@@ -419,7 +392,7 @@ def test_attach_follows_output_and_spdy_gets_a_status(
     assert "ready" not in attached.stdout  # output from the attach on, not the whole log
     # a container without stdin: true has no stdin to attach: -i only follows its output
     kubectl.run("apply", "-n", ns, "-f", write(tmp_path, ticker.replace("ticker", "tock"), "tock"))
-    _started(kubectl, ns, "tock")
+    started(kubectl, ns, "tock")
     plain = kubectl.run("attach", "-i", "-n", ns, "tock", stdin="x\n", timeout=60)
     assert "tick 29" in plain.stdout
 
@@ -460,7 +433,7 @@ def test_attach_i_with_stdin_once_ends_the_container_stdin(
     _needs(kubectl, 30, "attach")
     once = STDIN_POD.format(name="once", once="true", script='"echo ready; cat; echo eof-seen"')
     kubectl.run("apply", "-n", ns, "-f", write(tmp_path, once, "once"))
-    _started(kubectl, ns, "once")
+    started(kubectl, ns, "once")
     attached = kubectl.run("attach", "-i", "-n", ns, "once", stdin="first\n", timeout=60)
     assert "first" in attached.stdout  # cat echoed it, then saw end-of-file and the pod ended
     assert "eof-seen" in attached.stdout
@@ -468,7 +441,7 @@ def test_attach_i_with_stdin_once_ends_the_container_stdin(
     script = '"echo ready; read a; echo got-$a; read b; echo got-$b"'
     kept = STDIN_POD.format(name="kept", once="false", script=script)
     kubectl.run("apply", "-n", ns, "-f", write(tmp_path, kept, "kept"))
-    _started(kubectl, ns, "kept")
+    started(kubectl, ns, "kept")
     # the client's end of stdin ends that attach (as containerd's does), the stdin stays open
     first = kubectl.run("attach", "-i", "-n", ns, "kept", stdin="one\n", timeout=60)
     assert first.returncode == 0
@@ -483,7 +456,7 @@ def test_attach_i_with_stdin_once_ends_the_container_stdin(
         "stdin: true", "stdin: true\n      tty: true"
     )
     kubectl.run("apply", "-n", ns, "-f", write(tmp_path, term, "term"))
-    _started(kubectl, ns, "term")
+    started(kubectl, ns, "term")
     kubectl.run("attach", "-i", "-n", ns, "term", stdin="hi\n", timeout=60)
     logs = _eventually(lambda: kubectl.run("logs", "-n", ns, "term").stdout, "term-hi")
     assert "term-hi" in logs
@@ -579,7 +552,7 @@ def test_control_c_reaches_a_command_on_a_terminal(
     kubectl: Kubectl, ns: str, tmp_path: Path
 ) -> None:
     kubectl.run("apply", "-n", ns, "-f", write(tmp_path, STUBBORN.format(name="ctl"), "ctl"))
-    _started(kubectl, ns, "ctl")
+    started(kubectl, ns, "ctl")
     query = "command=sh&command=-i&stdin=true&stdout=true&tty=true"
     path = f"/api/v1/namespaces/{ns}/pods/ctl/exec?{query}"
     steps: list[Step] = [
@@ -600,7 +573,7 @@ def test_a_terminal_session_ends_with_its_container(
     kubectl: Kubectl, ns: str, tmp_path: Path
 ) -> None:
     kubectl.run("apply", "-n", ns, "-f", write(tmp_path, STUBBORN.format(name="gone"), "gone"))
-    _started(kubectl, ns, "gone")
+    started(kubectl, ns, "gone")
     query = "command=sh&command=-i&stdin=true&stdout=true&tty=true"
     path = f"/api/v1/namespaces/{ns}/pods/gone/exec?{query}"
 
@@ -628,7 +601,7 @@ def test_create_token_says_local_mode_issues_none(kubectl: Kubectl, ns: str) -> 
 
 def test_the_official_clients_exec_stream(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
     kubectl.run("apply", "-n", ns, "-f", write(tmp_path, STUBBORN.format(name="pyc"), "pyc"))
-    _started(kubectl, ns, "pyc")
+    started(kubectl, ns, "pyc")
     api = k8s.CoreV1Api(k8s_config.new_client_from_config(kubectl.env["KUBECONFIG"]))
     out = stream(
         api.connect_get_namespaced_pod_exec,

@@ -9,7 +9,9 @@ is written twice. Kubelet's Events about pods go through one ``kube.events.Event
 (source ``kubelet`` on the node, repeats aggregated).
 
 Deletion: a pod the API server deletes gracefully (``deletionTimestamp`` set, bound to a node)
-is stopped with its ``deletionGracePeriodSeconds`` (SIGTERM, then SIGKILL), its final status
+is stopped with its ``deletionGracePeriodSeconds`` (SIGTERM at once, SIGKILL that many seconds
+after, as kubelet counts from when it sees the deletion; a later DELETE that shortens the
+period makes the SIGKILL come sooner), its final status
 written (``Succeeded`` only when every container exited 0, else ``Failed``) and then deleted
 (a terminal pod is removed at once). A pod removed outright (unbound pods are) is stopped with
 its ``terminationGracePeriodSeconds`` and forgotten; its sandbox is removed unless
@@ -105,6 +107,7 @@ class Kubelet(KubeletShell):
         self._config = config
         self.logs = logs or LogFiles(config.root)
         self._runs: dict[Key, PodRun] = {}
+        self._graces: dict[Key, float] = {}  # the grace period each deletion is stopping with
         self._tasks: set[asyncio.Task[None]] = set()
         source = Source(COMPONENT, host=config.node_name)
         self.events = EventRecorder(client=client, clock=clock, source=source, aggregate=True)
@@ -206,13 +209,18 @@ class Kubelet(KubeletShell):
             self.writer.patch_status(key, state.uid, state.status())
             self.writer.delete(key, state.uid)
             return
-        if run.stopping:
-            return
         grace = float(pod["metadata"].get("deletionGracePeriodSeconds") or 0)
+        if run.stopping:
+            if grace < self._graces.get(key, grace):  # a later DELETE shortened it: kill sooner
+                self._graces[key] = grace
+                self._spawn(run.stop(grace))
+            return
+        self._graces[key] = grace
         self._spawn(self._finish_deletion(key, run, grace))
 
     async def _finish_deletion(self, key: Key, run: PodRun, grace: float) -> None:
         await run.stop(grace)
+        self._graces.pop(key, None)
         self._flush(key)
         self.writer.delete(key, run.state.uid)
 

@@ -83,6 +83,7 @@ CRDS = Res(
     namespaced=False,
 )
 PYTORCHJOBS = Res("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob")
+JOBS = Res("batch", "v1", "jobs", "Job")
 
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",
@@ -175,6 +176,7 @@ class OfficialDriver:
             "events.k8s.io": client.EventsV1Api(self.client),
             "autoscaling": client.AutoscalingV2Api(self.client),
             "apiextensions.k8s.io": client.ApiextensionsV1Api(self.client),
+            "batch": client.BatchV1Api(self.client),
         }
         self.custom = client.CustomObjectsApi(self.client)
 

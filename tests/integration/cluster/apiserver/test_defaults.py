@@ -66,17 +66,23 @@ def test_pod_reads_back_with_the_defaults(api_client: k8s.ApiClient, ns: str) ->
 
 
 def test_every_write_verb_defaults(api_client: k8s.ApiClient, ns: str) -> None:
+    """Each write changes the image (all kube lets an update change in a pod's spec) and drops
+    defaulted fields: only the server's defaults make the rest of the spec equal again."""
     core = k8s.CoreV1Api(api_client)
     core.create_namespaced_pod(ns, _pod("p"))
-    patch = {"spec": {"containers": [{"name": "pytorch", "ports": [{"containerPort": 1}]}]}}
+    port = {"containerPort": 23456, "protocol": None}  # null: the field is removed
+    container = {"name": "pytorch", "image": "python:3.12", "ports": [port]}
+    patch = {"spec": {"containers": [{**container, "terminationMessagePolicy": None}]}}
     patched = core.patch_namespaced_pod("p", ns, patch)  # strategic merge: the list by name
+    assert patched.spec.containers[0].image == "python:3.12"
     assert [(p.container_port, p.protocol) for p in patched.spec.containers[0].ports] == [
-        (23456, "TCP"),
-        (1, "TCP"),
+        (23456, "TCP")
     ]
-    body = _pod("p")
-    body["metadata"]["resourceVersion"] = patched.metadata.resource_version
-    body["spec"]["containers"][0]["ports"] = [{"containerPort": 2}]
+    assert patched.spec.containers[0].termination_message_policy == "File"
+    body = api_client.sanitize_for_serialization(patched)
+    written = body["spec"]["containers"][0]
+    written["image"] = "python:3.13"
+    del written["ports"][0]["protocol"], written["terminationMessagePolicy"]
     replaced = core.replace_namespaced_pod("p", ns, body)
     assert replaced.spec.containers[0].ports[0].protocol == "TCP"
     assert replaced.spec.containers[0].termination_message_policy == "File"

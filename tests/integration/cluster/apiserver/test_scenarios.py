@@ -292,36 +292,30 @@ def test_watch_too_old_is_410_then_relist_works(driver: Driver, ns: str) -> None
 
 
 def test_every_patch_type(driver: Driver, ns: str) -> None:
-    pod = obj(
-        drivers.PODS,
-        "p",
-        spec={
+    # A Job's pod template: kube lets an update change little of a Pod's own spec.
+    template = {
+        "spec": {
+            "restartPolicy": "Never",
             "containers": [
                 {**CONTAINER, "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]},
                 {"name": "side", "image": "busybox"},
-            ]
-        },
-    )
-    driver.create(drivers.PODS, pod, ns)
-    merged = driver.patch(drivers.PODS, "p", {"metadata": {"labels": {"x": "y"}}}, "merge", ns)
-    assert merged["metadata"]["labels"] == {"x": "y"}
-    ops = [{"op": "add", "path": "/metadata/annotations", "value": {"note": "j"}}]
-    assert driver.patch(drivers.PODS, "p", ops, "json", ns)["metadata"]["annotations"] == {
-        "note": "j"
-    }
-    smp = {
-        "spec": {
-            "containers": [
-                {
-                    "name": "main",
-                    "env": [{"name": "B", "value": "20"}, {"name": "C", "value": "3"}],
-                },
-                {"name": "side", "$patch": "delete"},
-            ]
+            ],
         }
     }
-    result = driver.patch(drivers.PODS, "p", smp, "strategic", ns)
-    containers = result["spec"]["containers"]
+    driver.create(drivers.JOBS, obj(drivers.JOBS, "p", spec={"template": template}), ns)
+    merged = driver.patch(drivers.JOBS, "p", {"metadata": {"labels": {"x": "y"}}}, "merge", ns)
+    assert merged["metadata"]["labels"]["x"] == "y"
+    ops = [{"op": "add", "path": "/metadata/annotations", "value": {"note": "j"}}]
+    assert driver.patch(drivers.JOBS, "p", ops, "json", ns)["metadata"]["annotations"] == {
+        "note": "j"
+    }
+    containers = [
+        {"name": "main", "env": [{"name": "B", "value": "20"}, {"name": "C", "value": "3"}]},
+        {"name": "side", "$patch": "delete"},
+    ]
+    smp = {"spec": {"template": {"spec": {"containers": containers}}}}
+    result = driver.patch(drivers.JOBS, "p", smp, "strategic", ns)
+    containers = result["spec"]["template"]["spec"]["containers"]
     assert [c["name"] for c in containers] == ["main"]
     assert containers[0]["image"] == "python:3.11"
     env = {e["name"]: e["value"] for e in containers[0]["env"]}

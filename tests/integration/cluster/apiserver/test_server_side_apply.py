@@ -261,24 +261,37 @@ def core(api: RunningServer) -> Iterator[kubernetes.client.CoreV1Api]:
 def test_official_client_reads_managed_fields_of_merged_containers(
     core: kubernetes.client.CoreV1Api, name: str
 ) -> None:
-    def pod(container: str) -> dict[str, Any]:
+    # A Job's pod template: kube lets an update add no container to a Pod itself.
+    def job(container: str) -> dict[str, Any]:
+        pod = {"restartPolicy": "Never", "containers": [{"name": container, "image": "img"}]}
         return {
-            "apiVersion": "v1",
-            "kind": "Pod",
+            "apiVersion": "batch/v1",
+            "kind": "Job",
             "metadata": {"name": name},
-            "spec": {"containers": [{"name": container, "image": "img"}]},
+            "spec": {"template": {"spec": pod}},
         }
 
+    batch = kubernetes.client.BatchV1Api(core.api_client)
     kwargs: dict[str, Any] = {"_content_type": "application/apply-patch+yaml"}
-    core.patch_namespaced_pod(name, "default", pod("a"), field_manager="one", **kwargs)
-    got = core.patch_namespaced_pod(name, "default", pod("b"), field_manager="two", **kwargs)
-    assert [c.name for c in got.spec.containers] == ["a", "b"]
+    batch.patch_namespaced_job(name, "default", job("a"), field_manager="one", **kwargs)
+    got = batch.patch_namespaced_job(name, "default", job("b"), field_manager="two", **kwargs)
+    assert [c.name for c in got.spec.template.spec.containers] == ["a", "b"]
     fields = {e.manager: (e.operation, e.fields_v1) for e in got.metadata.managed_fields}
     assert fields["two"] == (
         "Apply",
-        {"f:spec": {"f:containers": {'k:{"name":"b"}': {".": {}, "f:image": {}, "f:name": {}}}}},
+        {
+            "f:spec": {
+                "f:template": {
+                    "f:spec": {
+                        "f:containers": {'k:{"name":"b"}': {".": {}, "f:image": {}, "f:name": {}}},
+                        "f:restartPolicy": {},
+                    }
+                }
+            }
+        },
     )
-    assert fields["one"][1]["f:spec"]["f:containers"].keys() == {'k:{"name":"a"}'}
+    containers = fields["one"][1]["f:spec"]["f:template"]["f:spec"]["f:containers"]
+    assert containers.keys() == {'k:{"name":"a"}'}
 
 
 def test_writes_to_a_tracked_object_are_recorded_under_the_user_agent(raw: Raw, name: str) -> None:

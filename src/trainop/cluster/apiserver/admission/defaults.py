@@ -22,7 +22,8 @@ kept: a Namespace's name label is always its name; ``sessionAffinity: None`` dro
 - Namespace: the ``kubernetes.io/metadata.name`` label (always its name, as kube sets it);
   Secret: ``type: Opaque``.
 - Service: type, sessionAffinity, ports' protocol and targetPort, internalTrafficPolicy; the IP
-  family fields where the service has a ``clusterIP`` (this server allocates none).
+  family fields where the service has a ``clusterIP`` (``rest.clusterips`` allocates one
+  after admission where it has none).
 
 Pure functions on plain dicts (no I/O).
 """

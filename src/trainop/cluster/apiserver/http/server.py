@@ -34,6 +34,7 @@ from trainop.cluster.apiserver.apply import apply
 from trainop.cluster.apiserver.http import auth, bodies, discovery, openapi, routing, status, tls
 from trainop.cluster.apiserver.rest import (
     binding,
+    clusterips,
     crds,
     deletion,
     logs,
@@ -68,6 +69,8 @@ class ServerConfig:
     limits: Limits = field(default_factory=Limits)
     # Judge training jobs by the webhook's rules; off only to test a stand-in job CRD.
     job_admission: bool = True
+    # The range Services' cluster IPs come from (kube's default service CIDR).
+    service_cidr: str = clusterips.DEFAULT_RANGE
 
 
 def _now() -> datetime:
@@ -89,6 +92,7 @@ class ApiServer:
             bookmark_interval=config.bookmark_interval,
             limits=config.limits,
             job_admission=config.job_admission,
+            cluster_ips=clusterips.ClusterIPs(config.service_cidr),
         )
         self._pager = reads.Pager()
         self._openapi = openapi.OpenApi(self.state)
@@ -111,6 +115,7 @@ class ApiServer:
     async def start(self) -> None:
         """Open the store, serve, and write the kubeconfig."""
         self.state.store.start()
+        self.state.cluster_ips.start(self.state.store)
         crds.install_stored(self.state)
         self._gc.start()
         self.serviceaccounts.start()

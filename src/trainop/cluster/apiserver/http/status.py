@@ -122,6 +122,23 @@ def invalid(rt: resources.ResourceType, name: str, errors: Sequence[FieldError])
     )
 
 
+def rejected(
+    rt: resources.ResourceType, name: str, causes: Sequence[tuple[str, str, str]]
+) -> RequestError:
+    """422 Invalid from causes already in kube's words: ``(field, reason, body)`` where
+    ``body`` is what kube's ``field.Error`` prints after the path (``Invalid value: 3: must
+    be ...``, ``Forbidden: ...``), one ``details.causes`` entry each."""
+    listed = ", ".join(f"{path}: {body}" for path, _, body in causes)
+    text = listed if len(causes) == 1 else f"[{listed}]"
+    entries = [{"reason": why, "message": body, "field": path} for path, why, body in causes]
+    return RequestError(
+        f'{rt.kind} "{name}" is invalid: {text}',
+        status=422,
+        reason="Invalid",
+        details={**_details(rt, name), "kind": rt.kind, "causes": entries},
+    )
+
+
 def _type_text(error: FieldError) -> str:
     """kube's words for the error types whose name is not already a phrase."""
     return {"TooLong": "Too long", "TooMany": "Too many"}.get(error.type, error.type)

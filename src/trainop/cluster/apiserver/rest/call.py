@@ -4,7 +4,8 @@
 the query parameters and the raw body, plus the helpers that turn them into values the way
 kube-apiserver reads them (booleans case-insensitively, since some clients send ``True``;
 a missing ``Content-Type`` on POST/PUT means JSON). ``ApiState`` bundles the store, the
-registry and the collaborators (log source, clock, CRD schemas) that the server owns.
+registry and the collaborators (log source, clock, CRD schemas, the Services' cluster IPs)
+that the server owns.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from trainop.cluster.apiserver import store
 from trainop.cluster.apiserver.admission.limits import Limits
 from trainop.cluster.apiserver.http import bodies, status
 from trainop.cluster.apiserver.rest import resources
+from trainop.cluster.apiserver.rest.clusterips import ClusterIPs
 
 if TYPE_CHECKING:
     from trainop.cluster.apiserver.admission.crdschema import CustomSchema
@@ -41,6 +43,7 @@ class ApiState:
     # webhook's rules (``manifest.check_job``); off only for tests of a stand-in job CRD.
     limits: Limits = field(default_factory=Limits)
     job_admission: bool = True
+    cluster_ips: ClusterIPs = field(default_factory=ClusterIPs)  # the Services' addresses
 
 
 @dataclass(frozen=True, slots=True)

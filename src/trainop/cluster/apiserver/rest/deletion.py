@@ -10,7 +10,14 @@ Rules (as kube-apiserver):
   ``Background`` (the default) removes the object at once and lets the collector delete its
   dependents afterwards;
 - a pod bound to a node (``spec.nodeName``) that has not terminated is deleted gracefully:
-  it gets a deletionTimestamp and its kubelet deletes it again with grace period 0;
+  its grace period is the request's ``gracePeriodSeconds``, else its
+  ``terminationGracePeriodSeconds``; it gets ``deletionGracePeriodSeconds`` = that and
+  ``deletionTimestamp`` = now + that (the moment its kubelet kills what still runs), and its
+  kubelet deletes it again with grace period 0. A later DELETE may only shorten the grace
+  period (the timestamp moves by the difference; 0 removes it at once); an unbound or
+  finished pod, or grace period 0, is removed at once. Once a pod being deleted has finished,
+  a DELETE naming no grace period removes it too: that is the local kubelets' final DELETE
+  (kube's kubelet sends grace period 0);
 - a namespace becomes ``Terminating``; the collector empties it and then removes it;
 - removing a CRD stops serving its resource and removes all its objects;
 - preconditions (``uid``, ``resourceVersion``) that do not hold are a 409 Conflict.
@@ -19,6 +26,7 @@ Rules (as kube-apiserver):
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
@@ -139,38 +147,74 @@ async def delete_collection(state: ApiState, call: Call) -> web.Response:
 async def remove(
     state: ApiState, key: store.Key, *, policy: str | None, grace: int | None
 ) -> tuple[store.Stored, bool]:
-    """Delete ``key`` honouring finalizers; returns (newest version, whether it is gone)."""
+    """Delete ``key`` honouring finalizers and graceful pod deletion; returns (newest version,
+    whether it is gone)."""
     current = state.store.latest(key)
     if current is None:
         raise status.RequestError(f"{key.name} vanished", status=404, reason="NotFound")
     obj = json.loads(current.raw)
     meta = obj["metadata"]
-    finalizers = list(meta.get("finalizers") or [])
+    if grace is not None and grace < 0:
+        grace = 1  # kube: a negative grace period is one second on the delete path
+    before = list(meta.get("finalizers") or [])
+    finalizers = list(before)
     for wanted, marker in (("Foreground", FOREGROUND), ("Orphan", ORPHAN)):
         if policy == wanted and marker not in finalizers:
             finalizers.append(marker)
     is_ns = key.resource == "core/namespaces"
-    graceful = _graceful_pod(key, obj, grace)
-    if not (finalizers or is_ns or graceful):
-        return await _erase(state, key, None), True
-    if meta.get("deletionTimestamp") and finalizers == list(meta.get("finalizers") or []):
-        return current, False
-    meta.setdefault("deletionTimestamp", objects.timestamp(state.clock()))
-    meta.setdefault("deletionGracePeriodSeconds", graceful or 0)
+    if meta.get("deletionTimestamp"):
+        if grace is None and _pod_grace(key, obj, None) == 0:
+            grace = 0  # a finished pod: what the kubelet's final DELETE means (kubelet sends 0)
+        if _is_pending(meta, grace):
+            return current, False  # graceful deletion under way: nothing changes
+        if meta.get("deletionGracePeriodSeconds"):  # a shorter grace period than before
+            _shorten(meta, grace or 0)
+        elif finalizers == before and not (finalizers or is_ns):
+            return await _erase(state, key, None), True
+        elif finalizers == before:
+            return current, False
+    else:
+        period = _pod_grace(key, obj, grace)
+        if not (finalizers or is_ns or period):
+            return await _erase(state, key, None), True
+        now = state.clock()
+        meta["deletionTimestamp"] = objects.timestamp(now + timedelta(seconds=period or 0))
+        meta["deletionGracePeriodSeconds"] = period or 0
     if finalizers:
         meta["finalizers"] = finalizers
     if is_ns:
         obj.setdefault("status", {})["phase"] = "Terminating"
+    if not (finalizers or is_ns or meta.get("deletionGracePeriodSeconds")):
+        return await _erase(state, key, obj), True  # shortened to 0: gone now, as kube
     return await state.store.put(key, obj), False
 
 
-def _graceful_pod(key: store.Key, obj: dict[str, Any], grace: int | None) -> int:
-    if key.resource != "core/pods" or grace == 0:
-        return 0
+def _is_pending(meta: dict[str, Any], grace: int | None) -> bool:
+    """A graceful deletion is under way and the request does not shorten it."""
+    current = int(meta.get("deletionGracePeriodSeconds") or 0)
+    return current > 0 and (grace is None or grace >= current)
+
+
+def _shorten(meta: dict[str, Any], grace: int) -> None:
+    """kube's rule for a second DELETE with a shorter grace period: the deletion moment moves
+    by the difference (``deletionTimestamp`` - old grace + new grace)."""
+    current = int(meta.get("deletionGracePeriodSeconds") or 0)
+    stamp = objects.parse_timestamp(str(meta["deletionTimestamp"]))
+    meta["deletionTimestamp"] = objects.timestamp(stamp + timedelta(seconds=grace - current))
+    meta["deletionGracePeriodSeconds"] = grace
+
+
+def _pod_grace(key: store.Key, obj: dict[str, Any], grace: int | None) -> int | None:
+    """A pod's grace period as kube's pod strategy decides it (None for other kinds): the
+    request's, else the pod's ``terminationGracePeriodSeconds``; 0 for a pod not bound to a
+    node or already finished (deleted at once); a negative one is 1."""
+    if key.resource != "core/pods":
+        return None
     spec, phase = obj.get("spec") or {}, (obj.get("status") or {}).get("phase")
     if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
         return 0
-    return grace if grace is not None else int(spec.get("terminationGracePeriodSeconds", 30))
+    period = grace if grace is not None else int(spec.get("terminationGracePeriodSeconds", 30))
+    return 1 if period < 0 else period
 
 
 def check_new_finalizers(call: Call, old: dict[str, Any], new: dict[str, Any]) -> None:

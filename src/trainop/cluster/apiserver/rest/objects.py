@@ -43,6 +43,11 @@ def timestamp(now: datetime) -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def parse_timestamp(text: str) -> datetime:
+    """A ``metav1.Time`` read back (RFC 3339, ``Z`` or an offset)."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
 def generated_name(prefix: str) -> str:
     """``generateName`` + 5 random characters from Kubernetes' alphabet."""
     return prefix + "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(5))

@@ -17,10 +17,18 @@ from typing import Any
 from aiohttp import web
 
 from trainop.cluster.apiserver import store
-from trainop.cluster.apiserver.admission import admission, limits
+from trainop.cluster.apiserver.admission import admission, integers, limits
 from trainop.cluster.apiserver.apply import managedfields
 from trainop.cluster.apiserver.http import status
-from trainop.cluster.apiserver.rest import crds, deletion, objects, patch, reads
+from trainop.cluster.apiserver.rest import (
+    clusterips,
+    crds,
+    deletion,
+    objects,
+    patch,
+    pod_updates,
+    reads,
+)
 from trainop.cluster.apiserver.rest.call import ApiState, Call
 
 _NAMESPACES = "core/namespaces"
@@ -29,7 +37,16 @@ _AUTO_NAMESPACES = frozenset({"default"})
 
 
 def _respond(stored: store.Stored, call: Call, *, code: int, warnings: list[str]) -> web.Response:
-    resp = reads.respond(reads.render(call.rt, stored), code=code)
+    return _warned(reads.respond(reads.render(call.rt, stored), code=code), warnings)
+
+
+def _dry_run(obj: dict[str, Any], *, code: int, warnings: list[str]) -> web.Response:
+    """What a ``dryRun=All`` write answers: the object it would store, with the same
+    ``Warning`` headers the real write sends (kube adds them before storage is reached)."""
+    return _warned(reads.respond(store.encode(obj), code=code), warnings)
+
+
+def _warned(resp: web.Response, warnings: list[str]) -> web.Response:
     for w in warnings:
         resp.headers.add("Warning", warning_header(w))
     return resp
@@ -58,6 +75,7 @@ async def insert(
     """Create ``obj`` (type already checked): 201 with the stored object. ``record`` sets its
     managedFields (default: an ``Update`` by the request's ``fieldManager``, if any)."""
     meta = admission.check_metadata(call, obj)
+    integers.check(call, obj)
     if call.rt.namespaced:
         await _ensure_namespace(state, call.namespace or "")
     if not meta.get("name") and meta.get("generateName"):
@@ -74,8 +92,11 @@ async def insert(
         raise status.already_exists(call.rt, key.name)
     if call.rt.store_key == _PODS:
         limits.check_pod_quota(key.name, state.store.count(_PODS), state.limits.max_pods)
+    if call.rt.store_key == clusterips.SERVICES:
+        dry_run = bool(call.query.get("dryRun"))
+        state.cluster_ips.assign(call.rt, key, obj, old=None, dry_run=dry_run)
     if call.query.get("dryRun"):
-        return reads.respond(store.encode(obj), code=201)
+        return _dry_run(obj, code=201, warnings=warnings)
     stored = await state.store.put(key, obj)
     if is_crd:
         crds.install(state, stored.obj)
@@ -212,17 +233,23 @@ async def write(
             "the object has been modified; please apply your changes to the latest version "
             "and try again",
         )
+    integers.check(call, obj)
     old = json.loads(current.raw)
     new = objects.prepare_update(call.rt, old, obj, subresource=call.subresource)
     deletion.check_new_finalizers(call, old, new)
     warnings = admission.admit(state, call, new, old)
+    if call.rt.store_key == _PODS and call.subresource is None:
+        pod_updates.check(call.rt, call.name or "", old, new)
     objects.settle_generation(old, new)
     new["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
     (record or _recorder(state, call))(old, new)
+    if call.rt.store_key == clusterips.SERVICES and call.subresource is None:
+        dry_run = bool(call.query.get("dryRun"))
+        state.cluster_ips.assign(call.rt, call.key(), new, old=old, dry_run=dry_run)
     if new == old:
         return _respond(current, call, code=200, warnings=warnings)
     if call.query.get("dryRun"):
-        return reads.respond(store.encode(new))
+        return _dry_run(new, code=200, warnings=warnings)
     stored, removed = await deletion.store_or_finish(state, call.key(), new)
     if call.rt.store_key == crds.CRD_STORE_KEY and not removed:
         crds.install(state, stored.obj)
