@@ -20,10 +20,10 @@ from trainop.frameworks.base import FrameworkOptions, Peers, Replica, replicas_o
 from trainop.frameworks.topology import Topology
 
 
-def sync_pod_group(draft: Draft, scheduler: gang.GangScheduler) -> bool:
+def sync_pod_group(draft: Draft, scheduler: gang.GangScheduler, options: FrameworkOptions) -> bool:
     """Create or update the PodGroup; False while Volcano has not admitted it."""
     current = draft.observed.pod_group
-    later = tuple(draft.framework.starts_after)  # cannot exist yet: never in the gang
+    later = phases.held_back(draft.framework, options)  # cannot exist yet: never in the gang
     wanted = gang.pod_group(draft.job, scheduler, current, left_out=later)
     wanted["metadata"]["labels"] = naming.job_labels(draft.job, draft.framework)
     if current is None:

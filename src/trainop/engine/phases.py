@@ -64,6 +64,16 @@ def may_create(
     return listed is None or _all_in(job, pods, listed, _has_started_with_an_ip)
 
 
+def held_back(framework: Framework, options: FrameworkOptions) -> tuple[str, ...]:
+    """The replica types whose pods are created only after other pods ran (``may_create``):
+    a gang that counted them would wait for pods it holds back itself."""
+    held = dict.fromkeys(framework.starts_after)
+    files = framework.config_files
+    if files is not None and not options.pods_see_file_updates:
+        held.update(dict.fromkeys(files.waits_for))
+    return tuple(held)
+
+
 def _has_started_with_an_ip(pod: PodView) -> bool:
     """Running, or done with success (a short worker may finish between two looks), with its
     IP known (``status.podIP``): the files that list it are final."""

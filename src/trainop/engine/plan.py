@@ -83,7 +83,7 @@ def _run(draft: Draft, topology: Topology, options: EngineOptions) -> None:
     if restarts.fail_by_policy(draft, pending):
         return
     scheduler = gang.scheduler_for(options.gang_scheduler_name)
-    if scheduler is not None and not children.sync_pod_group(draft, scheduler):
+    if scheduler is not None and not children.sync_pod_group(draft, scheduler, options.frameworks):
         draft.update_status(last_reconcile_time=draft.now)
         return
     children.sync_extra_objects(draft, topology, options.frameworks)

@@ -257,20 +257,8 @@ def has_condition(job: dict[str, Any], kind: str) -> bool:
     return any(c["type"] == kind and c["status"] == "True" for c in conditions)
 
 
-# A gang whose default minMember counts pods that are created only after others ran never
-# binds. DGLJob's counts its Launcher beside the Partitioner, but locally (pods do not see
-# their files change) the Launcher waits for the Workers, which wait for the Partitioner.
-DEADLOCKED = {"DGLJob"}
-
-
-def _kinds() -> list[Any]:
-    why = "default minMember counts the Launcher, which waits for pods the gang holds back"
-    return [
-        pytest.param(kind, marks=pytest.mark.xfail(reason=why, run=False))
-        if kind in DEADLOCKED
-        else kind
-        for kind in sorted(REGISTRY)
-    ]
+def _kinds() -> list[str]:
+    return sorted(REGISTRY)
 
 
 @pytest.mark.parametrize("flavour", sorted(FLAVOURS))
