@@ -162,7 +162,7 @@ docker-env:
 		docker info >/dev/null 2>&1 || \
 		echo "docker-env: dockerd does not answer (see $(DOCKERD_LOG)): skipped"; fi
 
-e2e-all: e2e-env-all kubectl-env
+e2e-all: e2e-env-all kubectl-env container-env container-images operator-image
 	$(E2E_RUN)
 
 manifests: $(STAMP)
