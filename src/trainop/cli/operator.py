@@ -22,7 +22,7 @@ from trainop.controller.operator import DEFAULT_LEADER_ELECTION_ID, OperatorConf
 from trainop.controller.webhook import WebhookSettings
 from trainop.engine.plan import EngineOptions
 from trainop.frameworks import pytorch
-from trainop.frameworks.base import DEFAULT_PYTORCH_INIT_CONTAINER_TEMPLATE, FrameworkOptions
+from trainop.frameworks.options import DEFAULT_PYTORCH_INIT_CONTAINER_TEMPLATE, FrameworkOptions
 
 _SCHEMES = {info.kind.lower(): info.kind for info in KINDS}
 _LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "error": logging.ERROR}

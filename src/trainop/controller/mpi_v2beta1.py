@@ -31,7 +31,7 @@ from trainop.engine import mpi_v2beta1 as engine
 from trainop.engine.actions import Action, Create, Delete, Event, Update
 from trainop.engine.gang import scheduler_for
 from trainop.frameworks import mpi_v2beta1 as objects
-from trainop.frameworks.base import FrameworkOptions
+from trainop.frameworks.options import FrameworkOptions
 from trainop.kube.client import Client, Obj
 from trainop.kube.clock import Clock
 from trainop.kube.events import EventRecorder, ObjectRef, Source

@@ -16,7 +16,8 @@ from trainop.engine import config_files, desired, exec_access, gang, naming, pha
 from trainop.engine.actions import Create, Delete, Event, Update, Wire
 from trainop.engine.draft import Draft, delete_pod
 from trainop.engine.observed import name_of
-from trainop.frameworks.base import FrameworkOptions, Peers, Replica, replicas_of
+from trainop.frameworks.base import Peers, Replica, replicas_of
+from trainop.frameworks.options import FrameworkOptions
 from trainop.frameworks.topology import Topology
 
 

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 
 from trainop.api.types import Job
 from trainop.engine.actions import Wire
-from trainop.frameworks.base import ConfigFiles, FrameworkOptions, Peers, append_to, containers_of
+from trainop.frameworks.base import ConfigFiles, Peers, append_to, containers_of
+from trainop.frameworks.options import FrameworkOptions
 from trainop.frameworks.topology import Topology
 
 

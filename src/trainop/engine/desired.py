@@ -19,13 +19,8 @@ from typing import Any
 from trainop.api.types import Job
 from trainop.engine import config_files, exec_access, naming
 from trainop.engine.actions import Event, Wire
-from trainop.frameworks.base import (
-    Framework,
-    FrameworkOptions,
-    PodWording,
-    Replica,
-    containers_of,
-)
+from trainop.frameworks.base import Framework, PodWording, Replica, containers_of
+from trainop.frameworks.options import FrameworkOptions
 from trainop.frameworks.topology import Topology
 
 RESTART_POLICY_WARNING = Event(

@@ -29,7 +29,8 @@ from trainop.engine.actions import Create, Delete, Event, Plan, Update
 from trainop.engine.gang import GangScheduler
 from trainop.engine.mpi_v2beta1_status import Draft, report
 from trainop.frameworks import mpi_v2beta1 as plugin
-from trainop.frameworks.base import FrameworkOptions, SshKeys
+from trainop.frameworks.base import SshKeys
+from trainop.frameworks.options import FrameworkOptions
 
 Raw = Mapping[str, Any]
 

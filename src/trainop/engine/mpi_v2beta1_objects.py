@@ -22,7 +22,8 @@ from trainop.api import mpi_v2beta1 as api
 from trainop.engine import batch_jobs, config_files, headless, ssh_auth
 from trainop.engine.actions import Wire
 from trainop.frameworks import mpi_v2beta1 as plugin
-from trainop.frameworks.base import FrameworkOptions, SshKeys, append_to
+from trainop.frameworks.base import SshKeys, append_to
+from trainop.frameworks.options import FrameworkOptions
 
 _CLUSTER = FrameworkOptions()
 _CONFIG_FILES = (("hostfile", 0o444), ("discover_hosts.sh", 0o555))

@@ -31,7 +31,8 @@ from trainop.engine import naming
 from trainop.engine.actions import Create, Event
 from trainop.engine.draft import Draft
 from trainop.engine.observed import PodView
-from trainop.frameworks.base import Framework, FrameworkOptions, Stage, replicas_of
+from trainop.frameworks.base import Framework, Stage, replicas_of
+from trainop.frameworks.options import FrameworkOptions
 
 
 def with_derived_replicas(job: Job, framework: Framework) -> Job:

@@ -25,7 +25,8 @@ from trainop.engine.completion import finish
 from trainop.engine.draft import Draft
 from trainop.engine.observed import Observed, next_lost, pod_views, settle_lost
 from trainop.engine.suspension import resume_if_suspended, suspend
-from trainop.frameworks.base import Framework, FrameworkOptions
+from trainop.frameworks.base import Framework
+from trainop.frameworks.options import FrameworkOptions
 from trainop.frameworks.topology import Topology
 
 

@@ -34,7 +34,7 @@ from trainop.cluster.kubelet.runtimes.runtime import Runtime
 from trainop.cluster.scheduler import scheduler as scheduler_module
 from trainop.controller.manager import Manager, ManagerOptions
 from trainop.controller.topologies import ClusterTopologySource, TopologySource
-from trainop.frameworks.base import FrameworkOptions
+from trainop.frameworks.options import FrameworkOptions
 from trainop.kube.client import Client
 from trainop.kube.clock import Clock, LoopClock
 from trainop.kube.http import HttpClient

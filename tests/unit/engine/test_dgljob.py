@@ -18,7 +18,7 @@ from trainop.api.types import Job
 from trainop.engine.actions import Create, Delete, Plan, Update
 from trainop.engine.observed import Observed, name_of
 from trainop.engine.plan import EngineOptions
-from trainop.frameworks.base import FrameworkOptions
+from trainop.frameworks.options import FrameworkOptions
 from trainop.frameworks.topology import ClusterTopology, LoopbackTopology, ip_address
 
 IMAGE = "dgloperator/graphsage:v0.1.0"

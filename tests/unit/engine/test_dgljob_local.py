@@ -18,7 +18,7 @@ from trainop.cluster.kubelet.runtimes import containers
 from trainop.engine.actions import Update
 from trainop.engine.observed import Observed
 from trainop.engine.plan import EngineOptions
-from trainop.frameworks.base import FrameworkOptions
+from trainop.frameworks.options import FrameworkOptions
 from trainop.local.session import container_frameworks, local_frameworks
 
 CONTAINERS = EngineOptions(frameworks=container_frameworks(FrameworkOptions()))

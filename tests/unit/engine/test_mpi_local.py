@@ -16,7 +16,7 @@ from support import CANONICAL, make_job, run
 from trainop.cluster.kubelet.exec import execclient
 from trainop.engine.actions import Create
 from trainop.engine.plan import EngineOptions
-from trainop.frameworks.base import FrameworkOptions
+from trainop.frameworks.options import FrameworkOptions
 from trainop.local.session import local_frameworks
 
 LOCAL = EngineOptions(frameworks=local_frameworks(FrameworkOptions()))

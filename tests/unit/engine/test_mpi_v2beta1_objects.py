@@ -16,7 +16,7 @@ from trainop.cluster.kubelet.sim import PREFIX
 from trainop.engine import mpi_v2beta1_objects as owned
 from trainop.engine import ssh_auth
 from trainop.frameworks import mpi_v2beta1 as plugin
-from trainop.frameworks.base import FrameworkOptions
+from trainop.frameworks.options import FrameworkOptions
 from trainop.kube.fake import FakeClient
 from trainop.kube.resources import PODS
 from trainop.local.session import container_frameworks, local_frameworks
