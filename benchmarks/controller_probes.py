@@ -13,9 +13,10 @@ Role: the measurements and guards of ``benchmarks/controller.py``, apart from it
   so its difference over a phase is the writes the server took from everyone in it;
 - watches of the jobs (``Running=True``) and of the operator's pods (phase ``Running``) that
   time each transition with the driver's clock (``time.perf_counter``);
-- ``supervise``/``hold``: every wait of the benchmark, with a deadline, checking guards (a
-  refused create, a process gone) twice a second; a failure raises ``BenchmarkError`` naming
-  what was awaited and how far it got, or the refusal in the server's own message.
+- ``supervise``/``hold`` and the waits built on them (``until_ready``, ``until_quiet``):
+  every wait of the benchmark, with a deadline, checking guards (``refusals``: a refused
+  create; ``alive``: a process gone) twice a second; a failure raises ``BenchmarkError``
+  naming what was awaited and how far it got, or the refusal in the server's own message.
 
 Neighbours: ``benchmarks/controller.py`` (the run and its report).
 """
