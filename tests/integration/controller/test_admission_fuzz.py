@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 from tests.integration.cluster.apiserver.conftest import RunningServer
 from tests.integration.cluster.apiserver.test_bad_input import Raw
 from tests.integration.controller.cluster import Cluster, run_cluster, start_cluster_server
+from tests.integration.verdicts import DELETE, paths
 from trainop.api import manifest as wire
 from trainop.api.kinds import KINDS
 from trainop.api.types import MANAGED_BY_VALUES
@@ -59,19 +60,6 @@ def examples() -> list[dict[str, Any]]:
 EXAMPLES = examples()
 
 
-def paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    """Every path to a value inside ``value`` (map keys and list indexes)."""
-    if isinstance(value, dict):
-        for key, child in value.items():
-            yield (*prefix, key)
-            yield from paths(child, (*prefix, key))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            yield (*prefix, index)
-            yield from paths(child, (*prefix, index))
-
-
-DELETE = object()
 SCALARS = (
     st.none()
     | st.booleans()
