@@ -98,7 +98,8 @@ def _like(value: Any) -> st.SearchStrategy[Any]:
     return VALUES
 
 
-def _get(job: Any, where: tuple[Any, ...]) -> Any:
+def value_at(job: Any, where: tuple[Any, ...]) -> Any:
+    """The value at ``where`` in ``job``, or None where the way there is gone."""
     value = job
     for part in where:
         try:
@@ -108,8 +109,9 @@ def _get(job: Any, where: tuple[Any, ...]) -> Any:
     return value
 
 
-def _set(job: Any, where: tuple[Any, ...], value: Any) -> None:
-    parent = _get(job, where[:-1])
+def set_at(job: Any, where: tuple[Any, ...], value: Any) -> None:
+    """Set (or, with ``DELETE``, remove) the value at ``where``; nothing where the way is gone."""
+    parent = value_at(job, where[:-1])
     last = where[-1]
     if isinstance(parent, dict) or (isinstance(parent, list) and isinstance(last, int)):
         try:
@@ -132,11 +134,11 @@ def mutated_manifests(draw: st.DrawFn) -> tuple[dict[str, Any], str]:
         in_spec = [p for p in everywhere if p[0] == "spec"] or everywhere
         where = draw(st.sampled_from(in_spec if draw(st.integers(0, 9)) else everywhere))
         if draw(st.integers(0, 5)) == 0:
-            parent = _get(job, where)
+            parent = value_at(job, where)
             if isinstance(parent, dict):
                 parent[draw(UNKNOWN_KEYS)] = draw(VALUES)
                 continue
-        _set(job, where, draw(st.just(DELETE) | VALUES | _like(_get(job, where))))
+        set_at(job, where, draw(st.just(DELETE) | VALUES | _like(value_at(job, where))))
     return job, draw(st.sampled_from(MODES))
 
 

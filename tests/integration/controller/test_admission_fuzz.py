@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from tests.integration.cluster.apiserver.conftest import RunningServer
 from tests.integration.cluster.apiserver.test_bad_input import Raw
 from tests.integration.controller.cluster import Cluster, run_cluster, start_cluster_server
-from tests.integration.verdicts import DELETE, paths
+from tests.integration.verdicts import DELETE, paths, set_at, value_at
 from trainop.api import manifest as wire
 from trainop.api.kinds import KINDS
 from trainop.api.types import MANAGED_BY_VALUES
@@ -87,8 +87,8 @@ def mutated_job(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
         where = draw(
             st.sampled_from(in_spec) if draw(st.integers(0, 9)) else st.sampled_from(everywhere)
         )
-        replacement = draw(st.just(DELETE) | VALUES | _like(_get(job, where)))
-        _set(job, where, replacement)
+        replacement = draw(st.just(DELETE) | VALUES | _like(value_at(job, where)))
+        set_at(job, where, replacement)
     return kind, job
 
 
@@ -101,34 +101,6 @@ def _like(value: Any) -> st.SearchStrategy[Any]:
     if isinstance(value, str):
         return st.text(max_size=8) | st.sampled_from(["", "..", "a/b", "Never", "x" * 70])
     return VALUES
-
-
-def _get(job: dict[str, Any], where: tuple[Any, ...]) -> Any:
-    value: Any = job
-    for part in where:
-        try:
-            value = value[part]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return value
-
-
-def _set(job: dict[str, Any], where: tuple[Any, ...], value: Any) -> None:
-    parent: Any = job
-    for part in where[:-1]:
-        try:
-            parent = parent[part]
-        except (KeyError, IndexError, TypeError):
-            return  # an earlier mutation removed the way there
-    last = where[-1]
-    if isinstance(parent, dict) or (isinstance(parent, list) and isinstance(last, int)):
-        try:
-            if value is DELETE:
-                del parent[last]
-            else:
-                parent[last] = value
-        except (KeyError, IndexError):
-            return
 
 
 @pytest.fixture(scope="module")
