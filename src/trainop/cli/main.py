@@ -28,6 +28,7 @@ _BEFORE = {sig: signal.signal(sig, _stop_while_loading) for sig in _SIGNALS if _
 import click  # noqa: E402
 
 import trainop  # noqa: E402
+from trainop.cli.convert import convert  # noqa: E402
 from trainop.cli.describe import describe  # noqa: E402
 from trainop.cli.jobs import delete, get, resume, submit, suspend, wait  # noqa: E402
 from trainop.cli.local import local  # noqa: E402
@@ -49,6 +50,7 @@ def main() -> None:
 
 main.add_command(manifests)
 main.add_command(validate)
+main.add_command(convert)
 main.add_command(local)
 main.add_command(operator)
 main.add_command(run)
