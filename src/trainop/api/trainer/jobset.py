@@ -13,29 +13,16 @@ generated CRDs carry them; ``trainer.validation`` enforces them.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Literal
 
 from pydantic import ConfigDict, Field
 
 from trainop.api.fields import K8S_DEFINITION, Bool, Int32, Mapping, Str, WireModel
+from trainop.api.trainer.markers import ATOMIC, NonNegative, immutable, list_map
 
 IMMUTABLE_VALUE = "Value is immutable"
 EXCLUSIVE_STARTUP = "StartupPolicy and DependsOn APIs are mutually exclusive"
 VCP_NAMESPACE = "namespace cannot be set for VolumeClaimPolicies templates"
-NonNegative = Annotated[Int32, Field(ge=0)]
-
-
-def immutable(message: str = IMMUTABLE_VALUE) -> dict[str, Any]:
-    """Schema extra: a CEL transition rule ``self == oldSelf`` with ``message``."""
-    return {"x-kubernetes-validations": [{"message": message, "rule": "self == oldSelf"}]}
-
-
-def list_map(*keys: str) -> dict[str, Any]:
-    """Schema extra: a list merged by ``keys`` (server-side apply and uniqueness)."""
-    return {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": list(keys)}
-
-
-ATOMIC: dict[str, Any] = {"x-kubernetes-list-type": "atomic"}
 
 
 class DependsOn(WireModel):
@@ -69,7 +56,7 @@ class ReplicatedJob(WireModel):
         None,
         max_length=5,
         description="replicatedJobs that must reach a status first. Immutable.",
-        json_schema_extra={**list_map("name"), **immutable()},
+        json_schema_extra={**list_map("name"), **immutable(IMMUTABLE_VALUE)},
     )
 
 
@@ -221,16 +208,20 @@ class JobSetSpec(WireModel):
         None, description="Groups of Jobs.", json_schema_extra=list_map("name")
     )
     network: Network | None = Field(
-        None, description="Pod DNS. Immutable.", json_schema_extra=immutable()
+        None, description="Pod DNS. Immutable.", json_schema_extra=immutable(IMMUTABLE_VALUE)
     )
     success_policy: SuccessPolicy | None = Field(
-        None, description="When the JobSet succeeds. Immutable.", json_schema_extra=immutable()
+        None,
+        description="When the JobSet succeeds. Immutable.",
+        json_schema_extra=immutable(IMMUTABLE_VALUE),
     )
     failure_policy: FailurePolicy | None = Field(
-        None, description="What a Job failure does. Immutable.", json_schema_extra=immutable()
+        None,
+        description="What a Job failure does. Immutable.",
+        json_schema_extra=immutable(IMMUTABLE_VALUE),
     )
     startup_policy: StartupPolicy | None = Field(
-        None, description="Start order. Immutable.", json_schema_extra=immutable()
+        None, description="Start order. Immutable.", json_schema_extra=immutable(IMMUTABLE_VALUE)
     )
     suspend: Bool | None = Field(None, description="True removes the Jobs' pods until resumed.")
     coordinator: Coordinator | None = Field(None, description="The coordinator pod.")
@@ -242,7 +233,7 @@ class JobSetSpec(WireModel):
         None,
         max_length=50,
         description="Claims shared by the Jobs. Immutable.",
-        json_schema_extra={**ATOMIC, **immutable()},
+        json_schema_extra={**ATOMIC, **immutable(IMMUTABLE_VALUE)},
     )
 
 
