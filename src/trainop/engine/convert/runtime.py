@@ -43,7 +43,6 @@ def training_runtime(
     jobs = [_replicated_job(job, framework, layout, rt, dropped) for rt in layout.names]
     jobset: Wire = {
         "replicatedJobs": jobs,
-        "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True},
         "successPolicy": {
             "operator": "All",
             "targetReplicatedJobs": [layout.names[rt] for rt in layout.success],
