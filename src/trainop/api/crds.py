@@ -36,6 +36,13 @@ _STATE_COLUMN = {"jsonPath": ".status.conditions[-1:].type", "name": "State", "t
 _AGE_COLUMN = {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"}
 _INT32_BOUNDS = {"minimum": -(2**31), "maximum": fields.INT32_MAX}
 _DROPPED_KEYS = frozenset({"title", "$defs", "additionalProperties", "const", "allOf"})
+_FIELD_EXTRAS = (
+    "maxItems",
+    "minItems",
+    "x-kubernetes-list-type",
+    "x-kubernetes-list-map-keys",
+    "x-kubernetes-validations",
+)
 
 
 def build_crd(info: KindInfo, *, definitions: Mapping[str, Any]) -> dict[str, Any]:
@@ -158,10 +165,13 @@ def _unwrap(node: Mapping[str, Any], *, local: Mapping[str, Any]) -> Mapping[str
 
 
 def _official(node: Mapping[str, Any], *, definitions: Mapping[str, Any]) -> dict[str, Any]:
-    """A field typed by an official Kubernetes definition (or a list of them)."""
+    """A field typed by an official Kubernetes definition (or a list of them); list limits,
+    list types and CEL rules declared on the field itself are kept (the Trainer kinds)."""
     schema = k8s_schema.resolve(str(node[fields.K8S_DEFINITION]), definitions=definitions)
     if node.get("x-trainop-list"):
         schema = {"type": "array", "items": schema}
+    for branch in (node, *node.get("anyOf", ())):
+        schema.update({k: copy.deepcopy(v) for k, v in branch.items() if k in _FIELD_EXTRAS})
     if "description" in node:
         schema["description"] = node["description"]
     return schema

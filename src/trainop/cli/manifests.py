@@ -1,7 +1,10 @@
 """``trainop manifests``: generate the CRDs, RBAC and API reference, or check they are fresh.
 
-``generate`` writes ``manifests/crds/<plural>.yaml`` (one CRD per kind), the operator's RBAC
-(``manifests/base/cluster-role.yaml`` and ``role.yaml``, from ``controller.rbac.RULES``) and
+``generate`` writes ``manifests/crds/<plural>.yaml`` (one CRD per kind), the Trainer v2 CRDs
+(``manifests/trainer/crds/<plural>.yaml``, and JobSet's subset in ``manifests/trainer/jobset/``,
+kept apart so that applying the Trainer CRDs never replaces a cluster's real JobSet CRD), the
+operator's RBAC (``manifests/base/cluster-role.yaml`` and ``role.yaml``, from
+``controller.rbac.RULES``) and
 ``docs/api-reference.md``; ``generate --check`` writes nothing and exits 1 listing the files
 that differ from a fresh build (CI runs the same comparison through the unit tests). The
 official Kubernetes schemas come from the ``kubernetes-validate`` package, for the release named
@@ -18,6 +21,7 @@ import click
 import yaml
 
 from trainop.api import crds, kinds, reference
+from trainop.api.trainer import crds as trainer_crds
 from trainop.cluster.apiserver import schemas
 from trainop.controller import rbac
 from trainop.errors import TrainopError
@@ -64,6 +68,13 @@ def generated_files(*, definitions: dict[str, Any]) -> dict[str, str]:
         )
         for info in kinds.KINDS
     }
+    for info in trainer_crds.TRAINER_CRDS:
+        files[f"manifests/trainer/crds/{info.plural}.yaml"] = render_crd(
+            trainer_crds.build_crd(info, definitions=definitions)
+        )
+    files["manifests/trainer/jobset/jobsets.yaml"] = render_crd(
+        trainer_crds.build_crd(trainer_crds.JOBSET, definitions=definitions)
+    )
     files["manifests/base/cluster-role.yaml"] = render_rbac(rbac.rbac_objects(rbac.Scope.CLUSTER))
     files["manifests/base/role.yaml"] = render_rbac(
         rbac.rbac_objects(rbac.Scope.OPERATOR_NAMESPACE)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
-from trainop.api.fields import K8S_DEFINITION, Int32, Str
+from trainop.api.fields import K8S_DEFINITION, Int32, Int64, Str
 
 FIELD_IMMUTABLE = "field is immutable"
 ATOMIC: dict[str, Any] = {"x-kubernetes-list-type": "atomic"}
@@ -30,6 +30,14 @@ def list_map(*keys: str) -> dict[str, Any]:
 
 Name = Annotated[Str, Field(min_length=1, max_length=253)]
 NonNegative = Annotated[Int32, Field(ge=0)]
+# int64 with a lower bound; the schema is spelled out because pydantic does not render a bound
+# placed after ``Int64``'s range check as ``minimum``.
+PositiveInt64 = Annotated[
+    Int64, Field(ge=1), WithJsonSchema({"type": "integer", "format": "int64", "minimum": 1})
+]
+NonNegativeInt64 = Annotated[
+    Int64, Field(ge=0), WithJsonSchema({"type": "integer", "format": "int64", "minimum": 0})
+]
 
 
 def cel(rule: str, message: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field
 
-from trainop.api.fields import K8S_DEFINITION, Bool, Int32, Int64, Mapping, Str, Time, WireModel
+from trainop.api.fields import K8S_DEFINITION, Bool, Int32, Mapping, Str, Time, WireModel
 from trainop.api.trainer import constants as c
 from trainop.api.trainer.markers import (
     ATOMIC,
@@ -26,6 +26,7 @@ from trainop.api.trainer.markers import (
     IMMUTABLE,
     Name,
     NonNegative,
+    PositiveInt64,
     cel,
     env_field,
     fixed,
@@ -209,7 +210,7 @@ class TrainJobSpec(WireModel):
         description="True stops the training pods until resumed.",
         json_schema_extra=fixed(False),
     )
-    active_deadline_seconds: Annotated[Int64, Field(ge=1)] | None = Field(
+    active_deadline_seconds: PositiveInt64 | None = Field(
         None,
         description="Seconds after start (or resume) after which the TrainJob fails. Immutable.",
         json_schema_extra=IMMUTABLE,

@@ -13,12 +13,13 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from trainop.api.fields import K8S_DEFINITION, Int64, Mapping, Str, Time, WireModel
+from trainop.api.fields import K8S_DEFINITION, Mapping, Str, Time, WireModel
 from trainop.api.k8s_schema import OBJECT_META
 from trainop.api.trainer.markers import (
     ATOMIC,
     IMMUTABLE,
     Name,
+    NonNegativeInt64,
     env_field,
     k8s,
     list_map,
@@ -97,7 +98,7 @@ class PodSpecPatch(WireModel):
         description="Scheduling gates (core/v1 PodSchedulingGate), merged by name.",
         json_schema_extra={**k8s("PodSchedulingGate", many=True), **list_map("name")},
     )
-    termination_grace_period_seconds: Annotated[Int64, Field(ge=0)] | None = _patch_field(
+    termination_grace_period_seconds: NonNegativeInt64 | None = _patch_field(
         "Seconds a pod gets to stop. Immutable.", IMMUTABLE
     )
 
