@@ -27,7 +27,7 @@ from trainop.api.trainer import constants
 from trainop.api.types import Job, RunPolicy
 from trainop.engine.convert import layout as layouts
 from trainop.engine.convert import mpi, runtime
-from trainop.engine.convert.dropped import DroppedField, run_policy_fields
+from trainop.engine.convert.dropped import DroppedField, framework_fields, run_policy_fields
 from trainop.frameworks.base import Framework
 from trainop.frameworks.registry import framework_for
 
@@ -53,9 +53,10 @@ def convert(job: Mapping[str, Any], *, source: str | None = None) -> Conversion:
     written = manifest.load_job(dict(job), source=source)
     framework = framework_for(written.kind)
     defaulted = _with_derived(apply_defaults(written), framework)
-    dropped = run_policy_fields(written)
     shape = _layout(defaulted, framework)
-    if shape.ml_policy is not None:
+    is_mpi = shape.ml_policy is not None
+    dropped = run_policy_fields(written) + framework_fields(written, framework, mpi=is_mpi)
+    if is_mpi:
         dropped += mpi.dropped(written)
     found = runtime.training_runtime(
         job=defaulted, framework=framework, layout=shape, dropped=dropped

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from trainop.api.kinds import info_of
 from trainop.api.trainer import constants
 from trainop.api.types import Job, RunPolicy
+from trainop.frameworks.base import Framework
 
 MANAGED_BY_V1_OPERATOR = "kubeflow.org/training-operator"
 
@@ -80,3 +81,42 @@ def replica_path(job: Job, replica_type: str, rest: str = "") -> str:
     """The wire path of a replica type's field: ``spec.pytorchReplicaSpecs[Worker].<rest>``."""
     field = info_of(job).replica_specs_field
     return f"spec.{field}[{replica_type}]" + (f".{rest}" if rest else "")
+
+
+def framework_fields(job: Job, framework: Framework, *, mpi: bool) -> list[DroppedField]:
+    """What the kind's plugin does in v1 that a runtime cannot: elastic scaling, ignored worker
+    failures, generated files and exec into peers (MPI's have their v2 counterparts), and
+    replica types without pods."""
+    found = []
+    if getattr(job.spec, "elastic_policy", None) is not None:
+        found.append(DroppedField("spec.elasticPolicy", _ELASTIC))
+    if getattr(job.spec, "enable_dynamic_worker", None):
+        found.append(DroppedField("spec.enableDynamicWorker", _DYNAMIC))
+    if not mpi and framework.config_files is not None:
+        for rt, files in framework.config_files.items.items():
+            if rt in job.spec.replica_specs:
+                names = ", ".join(name for name, _ in files)
+                found.append(DroppedField(replica_path(job, rt), _FILES.format(names)))
+    for access in () if mpi else framework.exec_access:
+        if access.source in job.spec.replica_specs:
+            found.append(DroppedField(replica_path(job, access.source), _EXEC))
+    for rt, spec in job.spec.replica_specs.items():
+        if spec.replicas == 0:
+            found.append(DroppedField(replica_path(job, rt, "replicas"), _NO_PODS))
+    return found
+
+
+_ELASTIC = (
+    "the replica count is fixed at the Worker replicas: no scaling between minReplicas and "
+    "maxReplicas and no HorizontalPodAutoscaler (metrics); the rendezvous env it sets is kept"
+)
+_DYNAMIC = "a failed worker fails the JobSet: v2 cannot ignore one replicatedJob's failures"
+_FILES = (
+    "v1 mounts files it generates ({}) from a ConfigMap; a runtime cannot create them, so "
+    "the pods find no such files"
+)
+_EXEC = (
+    "v1 lets it exec into its peers' pods (a ServiceAccount, Role and RoleBinding); a "
+    "runtime cannot grant that, so its remote commands fail"
+)
+_NO_PODS = "0: no replicatedJob (a v2 job runs at least one pod), so this type runs no pod"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.unit.engine.convert.support import ROOT
 
 from trainop.api import manifest
 from trainop.engine.convert import convert
@@ -206,3 +207,30 @@ def test_an_invalid_job_raises_the_errors_validate_reports() -> None:
     with pytest.raises(InvalidJobError) as raised:
         convert(job)
     assert raised.value.errors == tuple(expected)
+
+
+def test_what_a_plugin_does_beyond_env_is_dropped_by_name() -> None:
+    elastic = {"minReplicas": 1, "maxReplicas": 3}
+    worker = {"replicas": 2, "template": _template(command=["torchrun"])}
+    assert "spec.elasticPolicy" in _paths(
+        convert(_pytorch(specs={"Worker": worker}, elasticPolicy=elastic))
+    )
+    tf = _tfjob(None)
+    tf["spec"]["enableDynamicWorker"] = True
+    tf["spec"]["tfReplicaSpecs"]["PS"]["replicas"] = 0
+    conversion = convert(tf)
+    assert {"spec.enableDynamicWorker", "spec.tfReplicaSpecs[PS].replicas"} <= _paths(conversion)
+    assert set(_jobs(conversion)) == {"worker"}
+
+
+def test_dgl_generated_files_and_exec_are_dropped() -> None:
+    path = ROOT / "examples" / "dgl" / "partition-train.yaml"
+    conversion = convert(manifest.parse_documents(path.read_text())[0])
+    launcher = [d.reason for d in conversion.dropped if d.path == "spec.dglReplicaSpecs[Launcher]"]
+    worker = [d.reason for d in conversion.dropped if d.path == "spec.dglReplicaSpecs[Worker]"]
+    assert any("hostfile" in r for r in launcher)
+    assert any("exec" in r for r in launcher)
+    assert len(worker) == 1
+    assert "hostfile" in worker[0]
+    jobs = _jobs(conversion)
+    assert jobs["worker"]["dependsOn"] == [{"name": "partitioner", "status": "Complete"}]
