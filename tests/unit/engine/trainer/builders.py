@@ -168,3 +168,35 @@ def owner() -> dict[str, Any]:
         "controller": True,
         "blockOwnerDeletion": True,
     }
+
+
+# G1 (spec §8): PlainML + coscheduling + initializers; G8 and G9 reuse it.
+def g1_runtime() -> dict[str, Any]:
+    return runtime(
+        "alpha",
+        wrapper_jobs(resources={"requests": R}),
+        ml_policy={"numNodes": 100},
+        pod_group_policy={"coscheduling": {"scheduleTimeoutSeconds": 100}},
+    )
+
+
+def g1_trainjob() -> dict[str, Any]:
+    meta = {"labels": {"testingKey": "testingVal"}, "annotations": {"testingKey": "testingVal"}}
+    return trainjob(
+        "alpha",
+        "alpha",
+        suspend=True,
+        runtimePatches=[
+            {"manager": "test.io/manager", "trainingRuntimeSpec": {"template": {"metadata": meta}}}
+        ],
+        trainer={
+            "image": "test:trainjob",
+            "command": ["trainjob"],
+            "args": ["trainjob"],
+            "resourcesPerNode": {"requests": R},
+        },
+        initializer={
+            "dataset": {"storageUri": "hf://trainjob-dataset"},
+            "model": {"storageUri": "hf://trainjob-model"},
+        },
+    )
