@@ -4,12 +4,12 @@
 (``manifests/trainer/crds/<plural>.yaml``, and JobSet's subset in ``manifests/trainer/jobset/``,
 kept apart so that applying the Trainer CRDs never replaces a cluster's real JobSet CRD), the
 operator's RBAC (``manifests/base/cluster-role.yaml`` and ``role.yaml``, from
-``controller.rbac.RULES``) and
-``docs/api-reference.md``; ``generate --check`` writes nothing and exits 1 listing the files
-that differ from a fresh build (CI runs the same comparison through the unit tests). The
-official Kubernetes schemas come from the ``kubernetes-validate`` package, for the release named
-by ``api.k8s_schema.KUBERNETES_VERSION``; reading that file is this module's job, because the
-API layer does no I/O.
+``controller.rbac.RULES``) and the API reference (``docs/api-reference.md``, and
+``docs/api-reference-trainer.md`` for Trainer v2); ``generate --check`` writes nothing and exits
+1 listing the files that differ from a fresh build (CI runs the same comparison through the unit
+tests). The official Kubernetes schemas come from the ``kubernetes-validate`` package, for the
+release named by ``api.k8s_schema.KUBERNETES_VERSION``; reading that file is this module's job,
+because the API layer does no I/O.
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ def generated_files(*, definitions: dict[str, Any]) -> dict[str, str]:
         rbac.rbac_objects(rbac.Scope.OPERATOR_NAMESPACE)
     )
     files["docs/api-reference.md"] = reference.render()
+    files["docs/api-reference-trainer.md"] = reference.render_trainer()
     return files
 
 
