@@ -22,7 +22,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 Raw = dict[str, Any]
 NO_COMMAND = "images are not pulled in local mode: a container needs an explicit command"
@@ -160,6 +160,25 @@ class Running(Protocol):
     @property
     def warnings(self) -> tuple[StartWarning, ...]:
         """What this start could not honour (each a ``Warning`` Event, once per start)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Exited:
+    """A run that ended while no kubelet watched it, as its supervisor recorded: its status
+    as ``asyncio`` reports one (a signal N is -N) and when (RFC 3339)."""
+
+    returncode: int
+    finished_at: str
+
+
+@runtime_checkable
+class Reattaching(Protocol):
+    """A runtime whose runs outlive the kubelet (note 120): a restarted kubelet finds them."""
+
+    async def reattach(self, target: Target, container_id: str) -> Running | Exited | None:
+        """Run ``target.restart`` of the container (``container_id``, as recorded): still
+        running (its ``Running``), ended meanwhile (``Exited``), or lost (None)."""
         ...
 
 
