@@ -17,6 +17,7 @@ import click
 
 from trainop import errors
 from trainop.api.kinds import KINDS
+from trainop.api.trainer.constants import TRAINJOB
 from trainop.controller.manager import ManagerOptions
 from trainop.controller.operator import DEFAULT_LEADER_ELECTION_ID, OperatorConfig, run_operator
 from trainop.controller.webhook import WebhookSettings
@@ -24,7 +25,8 @@ from trainop.engine.plan import EngineOptions
 from trainop.frameworks import pytorch
 from trainop.frameworks.options import DEFAULT_PYTORCH_INIT_CONTAINER_TEMPLATE, FrameworkOptions
 
-_SCHEMES = {info.kind.lower(): info.kind for info in KINDS}
+# The v1 kinds, and Trainer v2's TrainJob (with its runtimes; never enabled by default).
+_SCHEMES = {info.kind.lower(): info.kind for info in KINDS} | {TRAINJOB.lower(): TRAINJOB}
 _LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "error": logging.ERROR}
 
 
@@ -47,7 +49,10 @@ def _schemes(
     "schemes",
     multiple=True,
     callback=_schemes,
-    help="Kind to run (repeatable, case-insensitive); none means all.",
+    help=(
+        "Kind to run (repeatable, case-insensitive); none means every kubeflow.org/v1 kind. "
+        "TrainJob (Trainer v2, needs the JobSet CRD) runs only when named."
+    ),
 )
 @click.option(
     "--namespace",

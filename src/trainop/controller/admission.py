@@ -84,6 +84,21 @@ def review(info: KindInfo, raw: bytes) -> Reply:
     return Reply(200, _reply(document, _response(outcome)))
 
 
+MalformedError = _MalformedError  # for Trainer v2's paths (``trainjob_admission``)
+
+
+def decode_review(raw: bytes) -> tuple[Review, Review]:
+    """The ``AdmissionReview`` in ``raw`` and its ``request``; ``MalformedError`` when it
+    cannot be judged (for Trainer v2's paths, ``trainjob_admission``)."""
+    document = _decode(raw)
+    return document, _request(document)
+
+
+def reply(document: object, response: Review) -> Review:
+    """The reply ``AdmissionReview`` to ``document`` carrying ``response``."""
+    return _reply(document, response)
+
+
 def _decode(raw: bytes) -> Review:
     try:
         document = json.loads(raw)

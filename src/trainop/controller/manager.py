@@ -22,6 +22,10 @@ why not. With a gang scheduler configured, ``run`` first checks that its PodGrou
 (spec 8.1): while it is not, nothing starts (no informer, no reconcile, so no pod of any job is
 created without its PodGroup), ``/readyz`` fails naming the CRD, and the check is repeated every
 ``GANG_CRD_RECHECK_SECONDS`` (upstream exited; installing the CRD later heals without a restart).
+With ``TrainJob`` among the kinds (``--enable-scheme trainjob``; not in the default set, which
+stays the v1 kinds, so a cluster without JobSet keeps a ready operator), Trainer v2's
+controllers (``trainjob_controllers``) run beside them on the same workers, error policy and
+metrics; they start once the JobSet CRD is served, and until then ``/readyz`` fails naming it.
 """
 
 from __future__ import annotations
@@ -32,9 +36,11 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from trainop import errors
 from trainop.api.kinds import KindInfo, kind_info
+from trainop.api.trainer import constants as trainer
 from trainop.controller import caches
 from trainop.controller.metrics import ControllerMetrics, Metrics
 from trainop.controller.mpi_v2beta1 import (
@@ -47,6 +53,7 @@ from trainop.controller.mpi_v2beta1 import (
 from trainop.controller.queue import ShutDownError, WorkQueue
 from trainop.controller.reconciler import JobReconciler, Result, VersionDelegate
 from trainop.controller.topologies import ClusterTopologySource, TopologySource
+from trainop.controller.trainjob_controllers import CONTROLLER_NAMES, TrainJobControllers
 from trainop.engine.gang import GangScheduler
 from trainop.engine.naming import JOB_NAME_LABEL, OPERATOR_NAME_LABEL
 from trainop.engine.plan import EngineOptions
@@ -65,6 +72,12 @@ GANG_CRD_RECHECK_SECONDS = 10.0
 NOT_SYNCED = "caches are not synced yet"
 
 
+class KeyReconciler(Protocol):
+    """What a worker runs: controller-runtime's contract, a key in and a ``Result`` out."""
+
+    async def reconcile(self, key: str) -> Result: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ManagerOptions:
     """What to run: kinds (empty: all), namespace scope, workers per kind, engine options.
@@ -81,8 +94,16 @@ class ManagerOptions:
     cluster_domain: str = field(default_factory=lambda: os.environ.get("CUSTOM_CLUSTER_DOMAIN", ""))
 
     def enabled(self) -> list[KindInfo]:
-        names = self.kinds or tuple(REGISTRY)
+        """The enabled kubeflow.org/v1 kinds (all of them when ``kinds`` names none)."""
+        names = [k for k in self.kinds if k != trainer.TRAINJOB] or (
+            [] if self.kinds else list(REGISTRY)
+        )
         return [kind_info(name) for name in names]
+
+    @property
+    def trainjobs(self) -> bool:
+        """Whether Trainer v2's controllers run (only when named: docs/design/112)."""
+        return trainer.TRAINJOB in self.kinds
 
 
 class Manager:
@@ -126,7 +147,7 @@ class Manager:
         self.version_caches = self._version_caches()
         self.recorder = EventRecorder(client=client, clock=clock, background=True)
         self.missing_crd: str | None = None  # why gang scheduling cannot start, while it cannot
-        self.reconcilers = {
+        self.reconcilers: dict[str, KeyReconciler] = {
             kind: JobReconciler(
                 client=client,
                 jobs=self.jobs[kind],
@@ -145,6 +166,26 @@ class Manager:
             informer.add_handlers(Handlers(self._job_handler(kind)))
         for informer in self._owned_informers():
             informer.add_handlers(Handlers(self._on_owned_change))
+        self.trainjobs = self._trainjob_controllers()
+
+    def _trainjob_controllers(self) -> TrainJobControllers | None:
+        """Trainer v2's controllers, their queues and metrics beside the v1 kinds'."""
+        if not self._options.trainjobs:
+            return None
+        controllers = TrainJobControllers(
+            client=self._client,
+            clock=self._clock,
+            make_informer=self._informer,
+            namespace=self._options.namespace,
+            recorder=self.recorder,
+            metrics=self.metrics,
+        )
+        workers = max(1, self._options.threads)
+        for kind, name in CONTROLLER_NAMES.items():
+            self.queues[kind] = controllers.queues[kind]
+            self.metrics.watch_progress(name, controllers.queues[kind].progress)
+            self._controller_metrics[kind] = self.metrics.for_controller(name, workers=workers)
+        return controllers
 
     def _version_caches(self) -> V2Beta1Caches | None:
         if not any(kind in VERSION_RECONCILERS for kind in self._kinds):
@@ -183,12 +224,14 @@ class Manager:
 
     @property
     def ready(self) -> bool:
-        return self.missing_crd is None and all(i.synced.is_set() for i in self.informers())
+        v1 = self.missing_crd is None and all(i.synced.is_set() for i in self.informers())
+        return v1 and (self.trainjobs is None or self.trainjobs.ready)
 
     @property
     def not_ready_reason(self) -> str:
         """Why ``ready`` is false (for ``/readyz``)."""
-        return self.missing_crd or NOT_SYNCED
+        trainjob_crd = self.trainjobs.missing_crd if self.trainjobs is not None else None
+        return self.missing_crd or trainjob_crd or NOT_SYNCED
 
     def informers(self) -> list[Informer]:
         return [*self.jobs.values(), *self._owned_informers()]
@@ -198,6 +241,8 @@ class Manager:
         await self._await_pod_group_crd()
         tasks = [asyncio.create_task(i.run()) for i in self.informers()]
         tasks.append(asyncio.create_task(self.recorder.run()))
+        if self.trainjobs is not None:
+            tasks.append(asyncio.create_task(self._run_trainjobs(self.trainjobs)))
         try:
             await asyncio.gather(*(i.synced.wait() for i in self.informers()))
             log.info("caches synced; reconciling %s", ", ".join(self._kinds))
@@ -214,6 +259,18 @@ class Manager:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            if self.trainjobs is not None:
+                await self.trainjobs.stop()
+
+    async def _run_trainjobs(self, controllers: TrainJobControllers) -> None:
+        """Trainer v2's controllers: once their CRD is served and caches synced, the workers."""
+        await controllers.start()
+        log.info("TrainJob caches synced; reconciling %s", ", ".join(CONTROLLER_NAMES))
+        self.reconcilers.update(controllers.reconcilers)
+        threads = max(1, self._options.threads)
+        await asyncio.gather(
+            *(self._worker(kind) for kind in CONTROLLER_NAMES for _ in range(threads))
+        )
 
     def _informer(
         self,
@@ -334,7 +391,7 @@ class Manager:
             queue.done(key)
             self.metrics.queue_depth.labels(kind=kind).set(queue.depth)
 
-    async def _settle(self, queue: WorkQueue, key: str, reconciler: JobReconciler) -> str:
+    async def _settle(self, queue: WorkQueue, key: str, reconciler: KeyReconciler) -> str:
         """The error policy: reconcile ``key`` and decide what happens to it next."""
         try:
             result: Result = await reconciler.reconcile(key)

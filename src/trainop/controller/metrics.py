@@ -9,6 +9,8 @@ transitions, so a restarted operator does not count existing jobs again:
 - ``training_operator_jobs_restarted_total`` — each restart counted toward ``backoffLimit``
   (a pod the operator recreates, plus the in-place container restarts it had);
 - ``training_operator_jobs_deleted_total`` — the operator deletes a job after its TTL.
+TrainJobs are counted too, with ``framework="trainjob"``: created when their JobSet is first
+applied, successful/failed when ``Complete``/``Failed`` becomes true (``count_trainjob``).
 Beside them, what dashboards for any controller-runtime operator query, with
 controller-runtime's and client-go's names, labels and buckets (upstream serves them from the
 same registry): ``controller_runtime_reconcile_total{controller,result}`` (result ``success``,
@@ -33,8 +35,9 @@ resource).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -44,6 +47,7 @@ from prometheus_client.registry import Collector
 from trainop.api.types import FAILED, SUCCEEDED, JobStatus
 
 _JOB_LABELS = ("job_namespace", "framework")
+TRAINJOB_FRAMEWORK = "trainjob"  # the ``framework`` label of TrainJobs' counts
 # controller-runtime's reconcile time buckets, and client-go's workqueue ones (1e-8 s .. 1e3 s).
 _RECONCILE_BUCKETS = (
     *(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7),
@@ -279,6 +283,21 @@ class Metrics:
         if restarts > 0:
             self.jobs_restarted.labels(**labels).inc(restarts)
 
+    def count_trainjob(
+        self, *, namespace: str, old: Mapping[str, Any], new: Mapping[str, Any], created: bool
+    ) -> None:
+        """Count one TrainJob pass (``framework="trainjob"``): ``created`` when its JobSet was
+        first applied (a TrainJob has no Created condition), successful/failed when
+        ``Complete``/``Failed`` became true."""
+        labels = {"job_namespace": namespace, "framework": TRAINJOB_FRAMEWORK}
+        before, after = _true_wire_conditions(old), _true_wire_conditions(new)
+        if created:
+            self.jobs_created.labels(**labels).inc()
+        if "Complete" in after - before:
+            self.jobs_successful.labels(**labels).inc()
+        if FAILED in after - before:
+            self.jobs_failed.labels(**labels).inc()
+
     def count_request(self, verb: str, resource: str) -> None:
         self.api_requests.labels(verb=verb, resource=resource).inc()
 
@@ -290,6 +309,11 @@ class Metrics:
     def exposition(self) -> bytes:
         """The text exposition of every metric (what ``/metrics`` returns)."""
         return generate_latest(self.registry)
+
+
+def _true_wire_conditions(status: Mapping[str, Any]) -> set[str]:
+    conditions = status.get("conditions") or []
+    return {str(c.get("type")) for c in conditions if c.get("status") == "True"}
 
 
 def _true_conditions(status: JobStatus) -> set[str]:

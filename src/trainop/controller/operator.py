@@ -24,6 +24,7 @@ from trainop.controller.leader import LeaderElector
 from trainop.controller.manager import Manager, ManagerOptions
 from trainop.controller.metrics import Metrics
 from trainop.controller.serving import ProbeServer
+from trainop.controller.trainjob_runtime import live_lookup
 from trainop.controller.webhook import WebhookServer, WebhookSettings
 from trainop.kube.client import Client
 from trainop.kube.clock import Clock, LoopClock
@@ -120,7 +121,8 @@ async def _start_webhook(
         log.warning(
             "webhook certificates not kept in Secret %s: %s", config.webhook_secret_name, exc
         )
-    server = WebhookServer(settings=settings, bundle=bundle)
+    trainer = live_lookup(client) if config.manager.trainjobs else None
+    server = WebhookServer(settings=settings, bundle=bundle, trainer=trainer)
     await server.start()
     try:
         await inject_ca_bundle(client, ca_cert=server.ca_cert)

@@ -1,5 +1,8 @@
 """The validating admission webhook server: HTTPS, one path per job kind.
 
+With ``trainer`` (a runtime reader: the operator runs TrainJobs) it also serves Trainer v2's
+mutating and validating paths (``controller.trainjob_admission``, spec 6.1).
+
 ``WebhookServer`` serves ``POST /validate-kubeflow-org-v1-<kind>`` for every enabled kind (all
 of them by default, MPIJob and MXJob included) and hands each body to ``controller.admission``,
 which decides. This module owns only the transport: TLS, listening, readiness, and turning any
@@ -38,7 +41,7 @@ from pathlib import Path
 from aiohttp import web
 
 from trainop.api.kinds import KINDS, KindInfo
-from trainop.controller import admission, certs
+from trainop.controller import admission, certs, trainjob_admission
 from trainop.kube.clock import Clock, LoopClock
 
 log = logging.getLogger(__name__)
@@ -78,9 +81,11 @@ class WebhookServer:
         kinds: Sequence[KindInfo] = KINDS,
         bundle: certs.CertBundle | None = None,
         clock: Clock | None = None,
+        trainer: trainjob_admission.RuntimeLookup | None = None,
     ) -> None:
         self._settings = settings
         self._kinds = tuple(kinds)
+        self._trainer = trainer  # serve Trainer v2's four paths, reading runtimes with it
         self._given = bundle
         self._clock = clock or LoopClock()
         self._context: ssl.SSLContext | None = None
@@ -117,7 +122,8 @@ class WebhookServer:
     @property
     def paths(self) -> tuple[str, ...]:
         """The URL paths served, one per kind."""
-        return tuple(admission.path_of(info) for info in self._kinds)
+        v1 = tuple(admission.path_of(info) for info in self._kinds)
+        return v1 + (trainjob_admission.paths() if self._trainer is not None else ())
 
     async def start(self) -> None:
         """Load (or make) the certificates, then listen. Raises ``OSError`` if it cannot bind."""
@@ -127,6 +133,9 @@ class WebhookServer:
         app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[_shield])
         for info in self._kinds:
             app.router.add_post(admission.path_of(info), _handler(info))
+        if self._trainer is not None:
+            for path in trainjob_admission.paths():
+                app.router.add_post(path, _trainer_handler(path, self._trainer, self._clock))
         runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await runner.setup()
         site = web.TCPSite(
@@ -240,6 +249,15 @@ def _bound_port(runner: web.AppRunner) -> int:
 def _handler(info: KindInfo) -> Handler:
     async def handle(request: web.Request) -> web.StreamResponse:
         reply = admission.review(info, await request.read())
+        return web.json_response(reply.body, status=reply.status)
+
+    return handle
+
+
+def _trainer_handler(path: str, lookup: trainjob_admission.RuntimeLookup, clock: Clock) -> Handler:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        reply = await trainjob_admission.review(path, raw, lookup=lookup, now=clock.now())
         return web.json_response(reply.body, status=reply.status)
 
     return handle

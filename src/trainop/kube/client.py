@@ -19,7 +19,7 @@ from trainop.kube.resources import Resource
 
 Obj = dict[str, Any]
 EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
-PatchType = Literal["merge", "json", "strategic"]
+PatchType = Literal["merge", "json", "strategic", "apply"]  # apply: server-side apply
 JsonPatch = list[Obj]  # RFC 6902 operations
 
 
@@ -73,8 +73,13 @@ class Client(Protocol):
         namespace: str | None = None,
         patch_type: PatchType = "merge",
         subresource: str = "",
+        field_manager: str = "",
+        force: bool = False,
     ) -> Obj:
-        """Patch an object (or its ``status`` subresource); returns the new object."""
+        """Patch an object (or its ``status`` subresource); returns the new object.
+
+        ``patch_type="apply"`` is a server-side apply (creates the object when absent) under
+        ``field_manager``, taking over conflicting fields when ``force``."""
         ...
 
     async def replace(

@@ -131,10 +131,16 @@ class FakeClient:
         namespace: str | None = None,
         patch_type: PatchType = "merge",
         subresource: str = "",
+        field_manager: str = "",
+        force: bool = False,
     ) -> Obj:
         self._enter("patch", resource)
-        if patch_type != "merge" or not isinstance(patch, dict):
+        if patch_type not in ("merge", "apply") or not isinstance(patch, dict):
             raise errors.ApiError("the fake client supports merge patches only", status=415)
+        if patch_type == "apply" and _key(resource, namespace, name) not in self._objects:
+            # Server-side apply, approximated: create when absent, else a merge patch (no
+            # field ownership: fields a manager stops sending stay).
+            return await self.create(resource, copy.deepcopy(patch), namespace=namespace)
         current = self._existing(resource, namespace, name)
         if subresource == "status":
             patch = {"status": patch.get("status")}

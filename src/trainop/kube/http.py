@@ -37,6 +37,7 @@ _PATCH_CONTENT_TYPES = {
     "merge": "application/merge-patch+json",
     "json": "application/json-patch+json",
     "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",  # JSON is YAML: the body is sent as JSON
 }
 RequestHook = Callable[[str, str], None]
 ResponseHook = Callable[[str, str, str, float], None]
@@ -131,10 +132,15 @@ class HttpClient:
         namespace: str | None = None,
         patch_type: PatchType = "merge",
         subresource: str = "",
+        field_manager: str = "",
+        force: bool = False,
     ) -> Obj:
         path = resource.path(namespace=namespace, name=name, subresource=subresource)
         headers = {"Content-Type": _PATCH_CONTENT_TYPES[patch_type]}
-        return await self._call("patch", resource, "PATCH", path, body=patch, headers=headers)
+        params = _params(fieldManager=field_manager, force="true" if force else "")
+        return await self._call(
+            "patch", resource, "PATCH", path, body=patch, headers=headers, params=params or None
+        )
 
     async def bind(self, *, name: str, namespace: str, node: str, uid: str = "") -> None:
         """Assign a pod to ``node`` through its ``binding`` subresource (what a scheduler does)."""

@@ -89,6 +89,8 @@ class RateLimitedClient:
         namespace: str | None = None,
         patch_type: PatchType = "merge",
         subresource: str = "",
+        field_manager: str = "",
+        force: bool = False,
     ) -> Obj:
         await self._bucket.take()
         return await self._inner.patch(
@@ -98,6 +100,8 @@ class RateLimitedClient:
             namespace=namespace,
             patch_type=patch_type,
             subresource=subresource,
+            field_manager=field_manager,
+            force=force,
         )
 
     async def replace(

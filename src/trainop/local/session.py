@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from trainop import errors
+from trainop.api.trainer import crds as trainer_crds
 from trainop.cluster import privacy
 from trainop.cluster.apiserver import ApiServer, Limits, ServerConfig, schemas
 from trainop.cluster.controllers import batchjob
@@ -190,11 +191,19 @@ class LocalCluster:
 
 
 async def install_crds(client: Client) -> None:
-    """Install the CRD of every kind, or bring an installed one up to this version's schema.
+    """Install the CRD of every kind, or bring an installed one up to this version's schema:
+    the kubeflow.org/v1 kinds, Trainer v2's three and JobSet's (so clients can create
+    TrainJobs and JobSets; there is no JobSet controller here yet).
 
     All at once: the server's group commit then makes the CRD writes durable together.
     """
-    await _install_each(client, schemas.crds())
+    definitions = schemas.load_definitions()
+    wanted = schemas.crds(definitions)
+    names = {crd["metadata"]["name"] for crd in wanted}
+    extra = [
+        crd for crd in trainer_crds.build_crds(definitions) if crd["metadata"]["name"] not in names
+    ]
+    await _install_each(client, wanted + extra)
 
 
 async def _install_each(client: Client, definitions: list[dict[str, Any]]) -> None:

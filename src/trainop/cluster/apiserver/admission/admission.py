@@ -16,7 +16,8 @@ cluster with trainop's webhook would store (docs/design/010, "Admission"):
   subresource excepted as the webhook does not see it) the local replica ceiling
   (``limits``) first, and in ``judge`` the webhook's ``manifest.check_job``
   (``validate_update`` against the stored object on an update); errors are 422 with one
-  cause per field, warnings go in ``Warning`` headers;
+  cause per field, warnings go in ``Warning`` headers; for ``trainer.kubeflow.org`` kinds,
+  Trainer v2's defaulter and validators (``trainer``; webhook denials are 403);
 - built-in kinds: kube's defaults (``defaults``; on the main resource, after unknown fields
   are dropped and before validation, so a Pod's QoS class is computed from them) and numeric
   resource quantities (``cpu: 1``) stored as kube's canonical
@@ -37,6 +38,7 @@ from trainop.cluster.apiserver.admission import (
     defaults,
     limits,
     quantities,
+    trainer,
     validation,
     verdict,
 )
@@ -153,6 +155,8 @@ def _admit_custom(
     if decision.errors:
         name = str((obj.get("metadata") or {}).get("name") or "")
         raise status.invalid(rt, name, list(decision.errors))
+    if state.job_admission and trainer.judged(call):  # Trainer v2's webhooks
+        return list(decision.warnings) + trainer.admit(state, call, obj, old, state.clock())
     return list(decision.warnings)
 
 

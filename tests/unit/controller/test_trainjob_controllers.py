@@ -1,0 +1,132 @@
+"""Trainer v2's controllers on the manager (``--enable-scheme trainjob``), through a FakeClient.
+
+Readiness names the JobSet CRD while it is not served and heals once it is; the runtime
+controllers strip the legacy finalizer; TrainJob is enabled only when named; the status
+merge patch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from tests.polling import until
+from trainop import errors
+from trainop.api.trainer import constants as c
+from trainop.controller.manager import Manager, ManagerOptions
+from trainop.controller.trainjob import is_finished, status_patch
+from trainop.controller.trainjob_caches import (
+    CLUSTER_TRAINING_RUNTIMES,
+    JOBSETS,
+    TRAINING_RUNTIMES,
+    controlling_trainjob,
+)
+from trainop.kube.clock import FakeClock
+from trainop.kube.fake import FakeClient
+from trainop.kube.resources import Resource
+
+Body = Callable[[FakeClient, FakeClock, Manager], Awaitable[None]]
+
+
+def run(
+    options: ManagerOptions, body: Body, *, prepare: Callable[[FakeClient], None] | None = None
+) -> None:
+    async def main() -> None:
+        client, clock = FakeClient(), FakeClock()
+        if prepare is not None:
+            prepare(client)
+        manager = Manager(client=client, clock=clock, options=options)
+        task = asyncio.create_task(manager.run())
+        try:
+            await body(client, clock, manager)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(main())
+
+
+TRAINJOB_ONLY = ManagerOptions(kinds=(c.TRAINJOB,))
+
+
+def test_trainjob_is_enabled_only_when_named() -> None:
+    assert not ManagerOptions().trainjobs
+    assert len(ManagerOptions().enabled()) == 8, "the default stays the v1 kinds"
+    assert TRAINJOB_ONLY.trainjobs
+    assert TRAINJOB_ONLY.enabled() == []
+    both = ManagerOptions(kinds=("PyTorchJob", c.TRAINJOB))
+    assert [info.kind for info in both.enabled()] == ["PyTorchJob"]
+    assert both.trainjobs
+
+
+def test_readiness_names_the_jobset_crd_until_it_is_served() -> None:
+    def no_jobsets(client: FakeClient) -> None:
+        client.inject("list", errors.NotFoundError("no such resource", status=404),
+                      resource=JOBSETS, times=2)  # fmt: skip
+
+    async def body(client: FakeClient, clock: FakeClock, manager: Manager) -> None:
+        async def check_asleep() -> bool:  # the check answered "missing" and waits to repeat
+            return clock.pending > 0
+
+        for _ in range(2):  # missing at the first check and at the second
+            await until(check_asleep, timeout=10, interval=0)
+            assert c.JOBSET_CRD_NAME in manager.not_ready_reason
+            assert not manager.ready
+            clock.advance(10)
+
+        async def ready() -> bool:
+            return manager.ready
+
+        await until(ready, timeout=10, interval=0)
+
+    run(TRAINJOB_ONLY, body, prepare=no_jobsets)
+
+
+@pytest.mark.parametrize("resource", [TRAINING_RUNTIMES, CLUSTER_TRAINING_RUNTIMES])
+def test_runtime_controllers_strip_the_legacy_finalizer(resource: Resource) -> None:
+    namespace = "default" if resource.namespaced else None
+    runtime = {
+        "apiVersion": c.API_VERSION,
+        "kind": resource.kind,
+        "metadata": {"name": "torch", "finalizers": [c.LEGACY_RUNTIME_FINALIZER, "keep.me/x"]},
+        "spec": {},
+    }
+
+    async def body(client: FakeClient, clock: FakeClock, manager: Manager) -> None:
+        await client.create(resource, runtime, namespace=namespace)
+
+        async def stripped() -> bool:
+            found = await client.get(resource, name="torch", namespace=namespace)
+            return found["metadata"].get("finalizers") == ["keep.me/x"]
+
+        await until(stripped, timeout=10, interval=0)
+
+    run(TRAINJOB_ONLY, body)
+
+
+def test_the_status_merge_patch_removes_what_is_gone_and_replaces_lists() -> None:
+    old = {"conditions": [{"type": "Suspended"}], "jobsStatus": [{"name": "node"}]}
+    new = {"conditions": [{"type": "Suspended"}, {"type": "Complete"}]}
+    assert status_patch(old, new) == {"conditions": new["conditions"], "jobsStatus": None}
+    assert status_patch({}, new) == new
+
+
+def test_finished_means_complete_or_failed_true() -> None:
+    def job(*conditions: tuple[str, str]) -> dict[str, object]:
+        return {"status": {"conditions": [{"type": t, "status": s} for t, s in conditions]}}
+
+    assert is_finished(job(("Failed", "True")))
+    assert is_finished(job(("Suspended", "False"), ("Complete", "True")))
+    assert not is_finished(job(("Suspended", "True"), ("Failed", "False")))
+
+
+def test_only_a_trainjob_controller_reference_queues_a_trainjob() -> None:
+    def child(**ref: object) -> dict[str, object]:
+        base = {"apiVersion": c.API_VERSION, "kind": c.TRAINJOB, "name": "tj", "controller": True}
+        return {"metadata": {"namespace": "ns", "ownerReferences": [{**base, **ref}]}}
+
+    assert controlling_trainjob(child()) == "ns/tj"
+    assert controlling_trainjob(child(controller=False)) is None
+    assert controlling_trainjob(child(apiVersion="kubeflow.org/v1")) is None
