@@ -109,13 +109,22 @@ def _metadata(runtime_template: Raw, runtime_patches: list[Any], key: str) -> di
     return merged
 
 
-def pod_spec(job: Raw) -> Wire:
+def child(parent: Wire, key: str) -> Wire:
+    """``parent[key]`` as a dict, created (or replacing a malformed value) when it is not."""
+    value = parent.get(key)
+    if not isinstance(value, dict):
+        value = parent[key] = {}
+    return value
+
+
+def job_spec(job: Wire) -> Wire:
+    """The Job spec of a replicatedJob (created empty when missing, so edits stick)."""
+    return child(child(job, "template"), "spec")
+
+
+def pod_spec(job: Wire) -> Wire:
     """The pod spec of a replicatedJob (created empty when missing, so edits stick)."""
-    template = job.setdefault("template", {}) if isinstance(job, dict) else {}
-    job_spec = template.setdefault("spec", {})
-    pod_template = job_spec.setdefault("template", {})
-    spec: Wire = pod_template.setdefault("spec", {})
-    return spec
+    return child(child(job_spec(job), "template"), "spec")
 
 
 def ancestor(job: Raw) -> str | None:

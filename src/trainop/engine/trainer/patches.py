@@ -78,9 +78,16 @@ def apply_runtime_patches(spec: Mapping[str, Any], patches: list[Any]) -> dict[s
         body = template.get("spec") if isinstance(template, Mapping) else None
         if isinstance(body, Mapping):
             merged = merge(merged, body)
-    order = [j.get("name") for j in spec.get("replicatedJobs") or [] if isinstance(j, Mapping)]
+    jobs_before = spec.get("replicatedJobs")
+    jobs_before = jobs_before if isinstance(jobs_before, list) else []
+    order = [_name(j) for j in jobs_before]
     jobs = merged.get("replicatedJobs")
     if isinstance(jobs, list):
-        rank = {name: i for i, name in enumerate(order)}
-        jobs.sort(key=lambda j: rank.get(j.get("name"), len(rank)) if isinstance(j, Mapping) else 0)
+        rank = {name: i for i, name in enumerate(order) if isinstance(name, str)}
+        jobs.sort(key=lambda j: rank.get(_name(j), len(rank)))
     return merged
+
+
+def _name(job: object) -> str:
+    name = job.get("name") if isinstance(job, Mapping) else None
+    return name if isinstance(name, str) else ""

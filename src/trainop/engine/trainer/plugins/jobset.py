@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from trainop.api.trainer import constants as c
 from trainop.engine.trainer import containers as k
 from trainop.engine.trainer.containers import Raw, Wire, as_map, maps
-from trainop.engine.trainer.info import PodSet, RuntimeInfo, ancestor, pod_spec
+from trainop.engine.trainer.info import PodSet, RuntimeInfo, ancestor, child, job_spec, pod_spec
 from trainop.engine.trainer.plugins import jobset_validate
 from trainop.engine.trainer.plugins.base import BuildContext, PlanError, Plugin, object_meta
 
@@ -39,9 +39,9 @@ def sync_parallel_count(info: RuntimeInfo) -> None:
     """Every PodSet's count as its replicatedJob's parallelism and completions (paired by
     index; §3.2 step 4 — completions in the template are overwritten, as upstream does)."""
     for pod_set, job in zip(info.pod_sets, info.template["replicatedJobs"], strict=False):
-        job_spec = job.setdefault("template", {}).setdefault("spec", {})
-        job_spec["parallelism"] = pod_set.count
-        job_spec["completions"] = pod_set.count
+        spec = job_spec(job)
+        spec["parallelism"] = pod_set.count
+        spec["completions"] = pod_set.count
 
 
 def is_suspended(obj: Raw | None) -> bool:
@@ -103,8 +103,7 @@ def _initializers(info: RuntimeInfo, job: Wire) -> None:
 def _pod_metadata(info: RuntimeInfo, job: Wire) -> None:
     if not (info.pod_labels or info.pod_annotations):
         return
-    template = job.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
-    meta = template.setdefault("metadata", {})
+    meta = child(child(job_spec(job), "template"), "metadata")
     for key, values in (("labels", info.pod_labels), ("annotations", info.pod_annotations)):
         if values:
             meta[key] = {**as_map(meta.get(key)), **values}
