@@ -10,6 +10,10 @@ chained with ``raise ... from exc`` so the cause is never lost::
     ├── UnknownKindError       a kind that is not one of trainop's job kinds
     ├── TerminalError          a reconcile failed in a way no retry can fix (not requeued)
     ├── InvalidTemplateError   an operator template (PyTorch init container file) cannot be used
+    ├── engine.trainer.plugins.base.PlanError
+    │                          a TrainJob and runtime that cannot become objects (event + retry)
+    ├── engine.trainer.snapshot.SnapshotError
+    │                          a runtime snapshot ConfigMap that cannot be used (§2.3 messages)
     ├── local.ports.PortsExhaustedError
     │                          the local port range cannot address a job now (it waits)
     ├── sdk.errors.SdkError    the SDK's own: InvalidArgumentError (ValueError), JobFailedError
