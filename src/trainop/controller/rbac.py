@@ -30,6 +30,7 @@ from enum import Enum
 from typing import Any
 
 from trainop.api.kinds import KINDS
+from trainop.api.trainer import constants as trainer
 
 NAME = "training-operator"
 LEADER_ELECTION_ID = "1ca428e5.training-operator.kubeflow.org"
@@ -79,6 +80,10 @@ class Rule:
 
 
 _JOBS = tuple(info.plural for info in KINDS)
+_TRAINER = trainer.GROUP
+_RUNTIMES = (trainer.PLURALS[trainer.TRAINING_RUNTIME],
+             trainer.PLURALS[trainer.CLUSTER_TRAINING_RUNTIME])  # fmt: skip
+_TRAINJOBS = trainer.PLURALS[trainer.TRAINJOB]
 _PODGROUPS = ("scheduling.volcano.sh", "scheduling.x-k8s.io")
 _CHILDREN = ("create", "list", "patch", "watch")
 
@@ -89,16 +94,28 @@ RULES: tuple[Rule, ...] = (
          "status written with PUT on the status subresource"),
     Rule("kubeflow.org", tuple(f"{p}/finalizers" for p in _JOBS), ("update",),
          Need.OWNER_REFERENCES, "children are created with blockOwnerDeletion"),
+    Rule(_TRAINER, (_TRAINJOBS,), ("list", "watch"), Need.RECONCILE,
+         "TrainJob informer (--enable-scheme trainjob)"),
+    Rule(_TRAINER, (f"{_TRAINJOBS}/status",), ("patch",), Need.RECONCILE,
+         "TrainJob status: a merge patch of the status subresource"),
+    Rule(_TRAINER, (f"{_TRAINJOBS}/finalizers",), ("update",), Need.OWNER_REFERENCES,
+         "JobSets, PodGroups and ConfigMaps/Secrets are applied with blockOwnerDeletion"),
+    Rule(_TRAINER, _RUNTIMES, ("get", "list", "watch", "patch"), Need.RECONCILE,
+         "runtime informers (a cache miss is read once more), the legacy finalizer removed"),
+    Rule("jobset.x-k8s.io", ("jobsets",), ("create", "delete", "list", "patch", "watch"),
+         Need.RECONCILE, "a TrainJob's JobSet: server-side applied (a create when absent), "
+         "deleted at the active deadline"),
     Rule("", ("pods", "services"), ("create", "delete", "list", "watch"), Need.RECONCILE,
          "replica pods and headless Services; deleted on restart, scale-down and cleanup"),
     Rule("", ("events",), ("create",), Need.RECONCILE, "Events recorded on jobs"),
     Rule("", ("configmaps",), _CHILDREN, Need.RECONCILE,
-         "MPI and DGL generated files (hostfile) ConfigMap, updated as workers come and go"),
+         "MPI and DGL generated files (hostfile) ConfigMap, updated as workers come and go; "
+         "a TrainJob's runtime snapshot and MPI hostfile (server-side apply)"),
     Rule("", ("services",), ("patch",), Need.RECONCILE,
          "MPIJob v2beta1: the headless Service's selector reconciled"),
     Rule("", ("secrets",), ("create", "list", "patch", "watch"), Need.RECONCILE,
          "MPIJob v2beta1: the job's SSH key Secret (informer on the app label), rekeyed when "
-         "its keys are wrong"),
+         "its keys are wrong; a TrainJob's MPI SSH Secret (server-side apply)"),
     Rule("batch", ("jobs",), ("create", "list", "patch", "watch"), Need.RECONCILE,
          "MPIJob v2beta1: the launcher Job (informer on the app label: its status drives the "
          "job's), suspended and resumed with the job"),

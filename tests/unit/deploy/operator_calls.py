@@ -23,6 +23,8 @@ import yaml
 
 from tests.polling import until
 from tests.unit.api.builders import manifest
+from tests.unit.deploy.trainjob_calls import trainjobs
+from trainop import errors
 from trainop.api.kinds import KINDS, kind_info
 from trainop.controller import cert_publishing, certs
 from trainop.controller.caches import OwnedObjects
@@ -113,7 +115,18 @@ class Recording:
     async def patch(self, resource: r.Resource, *, subresource: str = "", **kw: Any) -> Obj:
         self._note("patch", resource, subresource, namespace=kw.get("namespace"),
                    name=kw["name"])  # fmt: skip
+        if kw.get("patch_type") == "apply" and not await self._exists(resource, **kw):
+            # A server-side apply that creates is authorised as a create too.
+            self._note("create", resource, namespace=kw.get("namespace"))
+            self._usage.created.append((resource, kw["patch"]))
         return await self._server.patch(resource, subresource=subresource, **kw)
+
+    async def _exists(self, resource: r.Resource, **kw: Any) -> bool:
+        try:
+            await self._server.get(resource, name=kw["name"], namespace=kw.get("namespace"))
+        except errors.NotFoundError:
+            return False
+        return True
 
     async def replace(self, resource: r.Resource, obj: Obj, *, subresource: str = "",
                       namespace: str | None = None) -> Obj:  # fmt: skip
@@ -345,6 +358,7 @@ def scenarios() -> dict[str, Scenario]:
     found["mpi-v2beta1"] = mpi_v2beta1
     for scheduler in ("volcano", "scheduler-plugins"):
         found[f"mpi-v2beta1-gang-{scheduler}"] = lambda u, s=scheduler: mpi_v2beta1(u, s)
+    found["trainjobs"] = lambda u: trainjobs(lambda server: Recording(server, u), settle)
     return found
 
 

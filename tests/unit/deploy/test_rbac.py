@@ -1,5 +1,8 @@
 """The shipped RBAC grants what the operator does, derived from running it, and nothing more.
 
+The reconcilers of every kubeflow.org/v1 kind and of Trainer v2's TrainJob (with its runtime
+controllers, ``trainjob_calls``) are run.
+
 Every (apiGroup, resource, verb) the reconciler sends over the scenarios of ``operator_calls``
 must be granted cluster-wide; every granted permission must be either sent, implied by what the
 operator creates (finalizers for blocking owner references, the MPI launcher Role's rules), or
@@ -27,6 +30,7 @@ from tests.unit.deploy.operator_calls import (
     run_process,
 )
 from trainop.api.kinds import KINDS, kind_info
+from trainop.api.trainer import constants as c
 from trainop.controller import rbac
 from trainop.controller.rbac import RULES, Need, Rule, Scope
 
@@ -79,12 +83,23 @@ def granted(need: Need | None = None, scope: Scope = Scope.CLUSTER) -> set[Reque
 
 def finalizer_needs(usage: Usage) -> set[Request]:
     """``<jobs>/finalizers`` update for every job kind that owns a child with blockOwnerDeletion."""
-    return {
-        ("kubeflow.org", f"{kind_info(ref['kind']).plural}/finalizers", "update")
+    refs = [
+        ref
         for _, body in usage.created
         for ref in body["metadata"].get("ownerReferences") or []
-        if ref.get("blockOwnerDeletion") and ref.get("apiVersion") == "kubeflow.org/v1"
+        if ref.get("blockOwnerDeletion")
+    ]
+    v1 = {
+        ("kubeflow.org", f"{kind_info(ref['kind']).plural}/finalizers", "update")
+        for ref in refs
+        if ref.get("apiVersion") == "kubeflow.org/v1"
     }
+    trainer = {
+        (c.GROUP, f"{c.PLURALS[ref['kind']]}/finalizers", "update")
+        for ref in refs
+        if ref.get("apiVersion") == c.API_VERSION
+    }
+    return v1 | trainer
 
 
 def launcher_needs(usage: Usage) -> set[Request]:
@@ -115,7 +130,7 @@ def test_every_reconcile_grant_is_used_by_the_operator(usage: Usage) -> None:
 
 def test_finalizer_grants_match_the_blocking_owner_references(usage: Usage) -> None:
     assert finalizer_needs(usage) == granted(Need.OWNER_REFERENCES)
-    assert len(finalizer_needs(usage)) == len(KINDS), "every kind owns children"
+    assert len(finalizer_needs(usage)) == len(KINDS) + 1, "every kind owns children, TrainJob too"
 
 
 def test_the_operator_holds_every_rule_it_grants_to_mpi_launchers(usage: Usage) -> None:
