@@ -64,7 +64,9 @@ class Network(WireModel):
     """DNS names of the pods: a headless Service and each pod's subdomain."""
 
     enable_dns_hostnames: Bool | None = Field(
-        None, description="Give pods stable hostnames through a headless Service."
+        None,
+        alias="enableDNSHostnames",
+        description="Give pods stable hostnames through a headless Service.",
     )
     subdomain: Str | None = Field(
         None, description="Subdomain of the pods and name of the Service; default: the JobSet name."
