@@ -101,10 +101,11 @@ RULES: tuple[Rule, ...] = (
     Rule(_TRAINER, (f"{_TRAINJOBS}/finalizers",), ("update",), Need.OWNER_REFERENCES,
          "JobSets, PodGroups and ConfigMaps/Secrets are applied with blockOwnerDeletion"),
     Rule(_TRAINER, _RUNTIMES, ("get", "list", "watch", "patch"), Need.RECONCILE,
-         "runtime informers (a cache miss is read once more), the legacy finalizer removed"),
-    Rule("jobset.x-k8s.io", ("jobsets",), ("create", "delete", "list", "patch", "watch"),
+         "runtime informers (a cache miss is read once more; the TrainJob webhook reads the "
+         "live runtime), the legacy finalizer removed"),
+    Rule("jobset.x-k8s.io", ("jobsets",), ("create", "delete", "get", "list", "patch", "watch"),
          Need.RECONCILE, "a TrainJob's JobSet: server-side applied (a create when absent), "
-         "deleted at the active deadline"),
+         "deleted at the active deadline, read live by the TrainJob webhook on updates"),
     Rule("", ("pods", "services"), ("create", "delete", "list", "watch"), Need.RECONCILE,
          "replica pods and headless Services; deleted on restart, scale-down and cleanup"),
     Rule("", ("events",), ("create",), Need.RECONCILE, "Events recorded on jobs"),

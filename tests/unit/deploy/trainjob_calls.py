@@ -4,7 +4,8 @@ reconciler and runtime controllers over a FakeClient, through the recording clie
 One MPI TrainingRuntime with coscheduling (so every child kind is applied: snapshot ConfigMap,
 JobSet, PodGroup, SSH Secret, hostfile ConfigMap), both runtime kinds carrying the legacy
 finalizer, a TrainJob that reaches its active deadline (JobSet deleted), and two TrainJobs
-whose runtimes are not cached (read once more from the API, then ``Failed``).
+whose runtimes are not cached (read once more from the API, then ``Failed``); the TrainJob
+validating webhook's reads (the live runtime and JobSet).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from trainop.api.trainer import constants as c
+from trainop.controller import trainjob_admission
 from trainop.controller.trainjob import TrainJobReconciler
 from trainop.controller.trainjob_caches import (
     CLUSTER_TRAINING_RUNTIMES,
@@ -22,6 +24,7 @@ from trainop.controller.trainjob_caches import (
     TrainJobCaches,
 )
 from trainop.controller.trainjob_controllers import LegacyFinalizerRemover
+from trainop.controller.trainjob_runtime import live_lookup
 from trainop.kube import resources as r
 from trainop.kube.client import Client, Obj
 from trainop.kube.clock import FakeClock
@@ -91,6 +94,10 @@ async def trainjobs(make_client: Callable[[FakeClient], Client], settle: Settle)
         clock.advance(61)
         await reconcile("job")
         assert (await server.list(caches.jobsets.resource)).items == [], "deadline: deleted"
+        # The validating webhook reads the live runtime and, on an update, the live JobSet.
+        old = await server.get(TRAINJOBS, name="job", namespace="default")
+        new = {**old, "spec": {**old["spec"], "suspend": True}}
+        await trainjob_admission.decide(c.TRAINJOB, new, old, live_lookup(client))
         for name, kind in (
             ("gone", c.TRAINING_RUNTIME),
             ("gone-cluster", c.CLUSTER_TRAINING_RUNTIME),
