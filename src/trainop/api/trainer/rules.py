@@ -55,6 +55,12 @@ def keyed(value: object, key: str) -> dict[Any, Mapping[str, Any]]:
     return found
 
 
+def matching(found: dict[Any, Mapping[str, Any]], item: Mapping[str, Any], key: str) -> Any:
+    """The item of ``found`` (a ``keyed`` list) with the same ``key`` as ``item``, or None."""
+    name = item.get(key)
+    return found.get(name) if isinstance(name, str) else None
+
+
 def changed(new: object, old: object, key: str) -> bool:
     """Whether a ``self == oldSelf`` rule on ``key`` fails: present in both, and unequal."""
     return has(new, key) and has(old, key) and child(new, key) != child(old, key)

@@ -115,7 +115,7 @@ def _trainjob_transitions(new: Mapping[str, Any], old: Mapping[str, Any]) -> lis
     ]
     old_patches = rules.keyed(rules.child(old_spec, "runtimePatches"), "manager")
     for index, patch in enumerate(rules.items(rules.child(new_spec, "runtimePatches"))):
-        before = old_patches.get(patch.get("manager"))
+        before = rules.matching(old_patches, patch, "manager")
         if before is not None:
             errors += _patch_transitions(patch, before, f"spec.runtimePatches[{index}]")
     return errors
@@ -129,7 +129,7 @@ def _patch_transitions(new: Any, old: Any, path: str) -> list[FieldError]:
     old_jobs = rules.keyed(jobs(old), "name")
     errors = []
     for index, job in enumerate(rules.items(jobs(new))):
-        before = old_jobs.get(job.get("name"))
+        before = rules.matching(old_jobs, job, "name")
         if before is None:
             continue
         where = f"{path}.trainingRuntimeSpec.template.spec.replicatedJobs[{index}]"
@@ -254,7 +254,7 @@ def _runtime_transitions(new: Mapping[str, Any], old: Mapping[str, Any]) -> list
     ]
     old_jobs = rules.keyed(rules.child(old_js, "replicatedJobs"), "name")
     for index, job in enumerate(rules.items(rules.child(new_js, "replicatedJobs"))):
-        before = old_jobs.get(job.get("name"))
+        before = rules.matching(old_jobs, job, "name")
         if before is not None and rules.changed(job, before, "dependsOn"):
             where = f"{path}.replicatedJobs[{index}].dependsOn"
             errors.append(rules.cel(where, "array", IMMUTABLE_VALUE))
@@ -270,7 +270,7 @@ def ancestor_errors(obj: Mapping[str, Any]) -> list[FieldError]:
         template = rules.child(job, "template")
         labels = rules.child(rules.child(template, "metadata"), "labels")
         ancestor = rules.child(labels, c.LABEL_ANCESTOR)
-        if ancestor not in c.ANCESTOR_CONTAINERS:
+        if not isinstance(ancestor, str) or ancestor not in c.ANCESTOR_CONTAINERS:
             continue
         path = f"spec.template.spec.replicatedJobs[{index}]"
         replicas = job.get("replicas", 1)
