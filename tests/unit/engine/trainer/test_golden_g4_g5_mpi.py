@@ -179,3 +179,54 @@ def test_g5_run_launcher_as_node() -> None:
     assert objects[1]["data"]["hostfile"] == (
         "trainJob-launcher-0-0.trainJob slots=1\ntrainJob-node-1-0.trainJob slots=1\n"
     )
+
+
+def test_deepspeed_shape_with_four_nodes() -> None:
+    """§4: ``deepspeed-distributed`` with ``numNodes: 4`` — ``node`` runs 3 pods, the launcher 1,
+    and the hostfile lists the three nodes, then the launcher; only the launcher gets the
+    TrainJob's image, both get its env."""
+    node = job(
+        "node",
+        None,
+        container("node", image="deepspeed-runtime", command=["/usr/sbin/sshd"]),
+        pod={"securityContext": {"fsGroup": 1000}},
+    )
+    launcher = job(
+        "launcher",
+        "trainer",
+        container("node", image="deepspeed-runtime"),
+        job={"dependsOn": [{"name": "node", "status": "Ready"}]},
+    )
+    policy = {
+        "numNodes": 1,
+        "mpi": {
+            "numProcPerNode": 1,
+            "mpiImplementation": "OpenMPI",
+            "sshAuthMountPath": "/home/mpiuser/.ssh",
+            "runLauncherAsNode": True,
+        },
+    }
+    rt = runtime(
+        "deepspeed-distributed", [node, launcher], kind="ClusterTrainingRuntime", ml_policy=policy
+    )
+    tj = trainjob(
+        "ds",
+        "deepspeed-distributed",
+        kind="ClusterTrainingRuntime",
+        trainer={"numNodes": 4, "image": "mine", "env": [{"name": "E", "value": "1"}]},
+    )
+    result = run(tj, rt)
+    jobset = applied(result, "JobSet")
+    assert replicated(jobset, "node")["template"]["spec"]["parallelism"] == 3
+    assert replicated(jobset, "launcher")["template"]["spec"]["parallelism"] == 1
+    hostfile = next(o for o in result.apply if o["metadata"]["name"] == "ds-mpi-hostfile")
+    assert hostfile["data"]["hostfile"] == (
+        "ds-node-0-0.ds slots=1\nds-node-0-1.ds slots=1\nds-node-0-2.ds slots=1\n"
+        "ds-launcher-0-0.ds slots=1\n"
+    )
+    assert main_container(jobset, "launcher")["image"] == "mine"
+    assert main_container(jobset, "node")["image"] == "deepspeed-runtime"
+    assert env_by_name(main_container(jobset, "node")) == {"E": "1"}
+    assert env_by_name(main_container(jobset, "launcher"))["E"] == "1"
+    mounts = main_container(jobset, "node")["volumeMounts"]
+    assert {"name": "mpi-ssh-auth", "mountPath": "/home/mpiuser/.ssh"} in mounts
