@@ -366,6 +366,13 @@ def test_g8_resume_then_the_jobsets_completion_completes_the_trainjob(
     done = ("Complete", "True", "AllJobsCompleted", "jobset completed successfully")
     kube.until_conditions("alpha", [resumed, done])
     assert kube.trainjob("alpha")["status"]["jobsStatus"] == jobs
+    assert operator.manager is not None
+    text = operator.manager.metrics.exposition().decode()
+    labels = f'framework="trainjob",job_namespace="{kube.namespace}"'
+    assert f"training_operator_jobs_created_total{{{labels}}} 1.0" in text
+    assert f"training_operator_jobs_successful_total{{{labels}}} 1.0" in text
+    ok = 'controller_runtime_reconcile_total{controller="trainjob_controller",result="success"}'
+    assert ok in text
 
 
 def test_g8_a_failed_jobset_fails_the_trainjob_for_good(kube: Kube, operator: Operator) -> None:
@@ -503,3 +510,46 @@ def test_a_missing_runtime_fails_the_trainjob_and_others_still_run(
         assert kube.jobset("orphan") is None
     finally:
         running.stop()
+
+
+def test_g1_while_suspended_patches_reach_the_jobset_and_the_trainer_is_immutable(
+    kube: Kube, operator: Operator
+) -> None:
+    kube.create(PLURALS[c.TRAINING_RUNTIME], g1_runtime())
+    kube.create(PLURALS[c.TRAINJOB], g1_trainjob())
+    kube.until_jobset("alpha", suspend=True)
+    patches = kube.trainjob("alpha")["spec"]["runtimePatches"]
+    selector = {"manager": "test.io/selector", "trainingRuntimeSpec": {"template": {"spec": {
+        "replicatedJobs": [{"name": c.NODE, "template": {"spec": {"template": {"spec": {
+            "nodeSelector": {"updated": "selector"}}}}}}]}}}}  # fmt: skip
+    kube.patch_trainjob("alpha", {"spec": {"runtimePatches": [*patches, selector]}})
+
+    def node_selector() -> object:
+        found = kube.jobset("alpha") or {"spec": {"replicatedJobs": []}}
+        jobs = by_name(found["spec"]["replicatedJobs"])
+        pod = (jobs.get(c.NODE) or {}).get("template", {}).get("spec", {}).get("template", {})
+        return (pod.get("spec") or {}).get("nodeSelector") == {"updated": "selector"}
+
+    wait_for(node_selector, timeout=DEADLINE, what="the patched nodeSelector on the JobSet")
+    with pytest.raises(client.ApiException) as refused:
+        kube.patch_trainjob("alpha", {"spec": {"trainer": {"image": "test:changed"}}})
+    assert refused.value.status == 422
+
+
+def test_g10_the_snapshot_pins_the_runtime(kube: Kube, operator: Operator) -> None:
+    pinned = g1_runtime()
+    pinned["spec"]["template"]["metadata"] = {"labels": {"snapshot-test-marker": "snapshot-v1"}}
+    kube.create(PLURALS[c.TRAINING_RUNTIME], pinned)
+    kube.create(PLURALS[c.TRAINJOB], trainjob("alpha", suspend=True))
+    jobset = kube.until_jobset("alpha", suspend=True)
+    assert jobset["metadata"]["labels"]["snapshot-test-marker"] == "snapshot-v1"
+    kube.custom.patch_namespaced_custom_object(
+        c.GROUP, c.VERSION, kube.namespace, PLURALS[c.TRAINING_RUNTIME], "alpha",
+        {"spec": {"template": {"metadata": {"labels": {"snapshot-test-marker": "snapshot-v2"}}}}},
+    )  # fmt: skip
+    kube.patch_trainjob("alpha", {"spec": {"suspend": False}})
+    jobset = kube.until_jobset("alpha", suspend=False)
+    assert jobset["metadata"]["labels"]["snapshot-test-marker"] == "snapshot-v1"
+    snapshot = kube.config_map(f"alpha{c.SNAPSHOT_SUFFIX}")["data"][c.SNAPSHOT_DATA_KEY]
+    assert "snapshot-v1" in snapshot
+    assert "snapshot-v2" not in snapshot
