@@ -274,7 +274,11 @@ async def _serve_cluster(
     if not config.operator:
         logging.getLogger(__name__).info("no embedded operator (--no-operator)")
     cluster = machine_cluster(
-        config, working_dir=working_dir, resources=node, container_runtime=choice.runtime
+        config,
+        working_dir=working_dir,
+        resources=node,
+        container_runtime=choice.runtime,
+        keep_containers=True,  # a crash of the daemon spares its pods (note 120)
     )
     try:
         async with cluster:

@@ -3,6 +3,8 @@
 ``up`` starts ``trainop local serve`` as a detached process (its own session, output to
 ``STATE_DIR/trainop.log``) and waits until it writes ``STATE_DIR/ready``; ``down`` sends it
 SIGTERM and waits until it has stopped its pods and exited; ``status`` reports whether it runs.
+The daemon's host containers outlive a crash of it under their supervisors (note 120): the
+next ``up`` re-attaches to them, and a ``down`` that finds no daemon stops them.
 The state — the API server's SQLite store, the kubeconfig, the pods' sandboxes — stays in
 ``STATE_DIR`` across ``down``/``up``, so finished jobs are still listed after a restart.
 
@@ -33,9 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainop.cluster import privacy
+from trainop.cluster.kubelet.runtimes import supervised
 from trainop.errors import TrainopError
 
 PID_FILE, READY_FILE, LOG_FILE = "trainop.pid", "ready", "trainop.log"
+PODS_DIR = "pods"  # the kubelet's root (``session.machine_cluster``)
 MIN_FREE_BYTES = 16 * 1024 * 1024  # the store, the kubeconfig and the first logs
 
 
@@ -136,6 +140,7 @@ def down(state_dir: Path, *, timeout: float = 60.0) -> bool:
     """Stop the background cluster; False when none was running (nothing is signalled)."""
     pid = verified_pid(state_dir)
     if pid is None:
+        _reap(state_dir)  # containers a crashed daemon left running (note 120)
         return False
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
@@ -146,7 +151,15 @@ def down(state_dir: Path, *, timeout: float = 60.0) -> bool:
             break
         time.sleep(0.05)
     (state_dir / READY_FILE).unlink(missing_ok=True)
+    if verified_pid(state_dir) is None:
+        _reap(state_dir)  # what a daemon killed after the timeout could not stop
     return True
+
+
+def _reap(state_dir: Path) -> None:
+    """Stop the supervised containers no daemon follows any more (note 120)."""
+    with contextlib.suppress(OSError):
+        supervised.reap_all(state_dir / PODS_DIR)
 
 
 def mark_ready(state_dir: Path) -> None:

@@ -226,9 +226,12 @@ def machine_cluster(
     clock: Clock | None = None,
     resources: NodeResources | None = None,
     container_runtime: Runtime | None = None,
+    keep_containers: bool = False,
 ) -> LocalCluster:
     """A local cluster whose pods run as processes (``trainop run``, ``trainop local up``);
-    ``clock`` (tests) times the controller and the kubelet's back-offs.
+    ``clock`` (tests) times the controller and the kubelet's back-offs. ``keep_containers``
+    (the persistent daemon, ``trainop local serve``): host containers outlive a crash of this
+    process and the next one re-attaches to them (note 120); ``trainop run``'s die with it.
 
     The local scheduler binds pods that fit the node's resources (the machine's, or
     ``resources``' overrides); the kubelet runs only bound pods. With ``container_runtime``
@@ -258,6 +261,7 @@ def machine_cluster(
             cpus=math.ceil(wanted.cpus) if wanted.cpus else None,
             memory=wanted.memory,
             node_cpus=wanted.cpus,  # exact, for the Node object (``cpus`` is rounded up)
+            keep_containers=keep_containers,
         )
         return Kubelet(
             client=client,

@@ -1,13 +1,14 @@
-"""Crash recovery of ``trainop local up`` (issue 10 item 5): kill -9 of the daemon mid-run.
+"""Crash of ``trainop local up`` (issue 25 item 1, note 120): kill -9 of the daemon mid-run.
 
-Two PyTorchJobs run under one daemon: ``never`` (``restartPolicy: Never``) and ``onfail``
-(``OnFailure``). Their workers exit 0 at once; their masters block until a ``go`` file
-exists. The daemon is SIGKILLed while the masters run (their processes die with it), ``go`` is
-created, and the daemon started again. Every run appends a line to a marker file, so the test
-sees what ran again: no worker (Succeeded) runs again, the ``never`` master is not run again
-(its pod fails with ``ContainerStatusUnknown``, naming the lost container, and so does the
-job), the ``onfail`` master is restarted in place once (``restartCount`` 1) and its job
-succeeds.
+Three PyTorchJobs (``restartPolicy: Never``, a master and a worker each) and one plain pod run
+under one daemon. Every replica appends one line to a marker file of its own when it starts
+(so "ran exactly once" is checkable), then runs until a ``go`` file of its group exists. The
+daemon is SIGKILLed while all of them run: their containers live on under their supervisors.
+Jobs ``a`` and ``b`` and the pod ``exits-3`` are let go while the daemon is down (their
+containers end then: the pod with exit code 3); job ``c`` only after the daemon is back, so it
+is re-attached while it runs. After ``trainop local up`` again every job Succeeds, every
+replica ran exactly once with ``restartCount`` 0, and the pod failed with its own exit code 3
+(not 137, ``ContainerStatusUnknown``).
 """
 
 from __future__ import annotations
@@ -26,34 +27,46 @@ from tests.polling import wait_for
 
 BLOCKING = """
 import os, sys, time
-marker, go = sys.argv[1], sys.argv[2]
+marker, go, code = sys.argv[1], sys.argv[2], int(sys.argv[3])
 with open(marker, 'a') as out:
     out.write(f"{os.getpid()}\\n")
+print("started", flush=True)
 deadline = time.monotonic() + 120
 while not os.path.exists(go) and time.monotonic() < deadline:
     time.sleep(0.05)
+print("done", flush=True)
+sys.exit(code)
 """
+JOBS = {"a": "early", "b": "early", "c": "late"}
 
 
-def job(name: str, policy: str, markers: Path) -> dict[str, Any]:
-    def replica(replica: str, replicas: int) -> dict[str, Any]:
-        argv = [sys.executable, "-c", BLOCKING, str(markers / f"{name}-{replica}"), "GO"]
-        if replica == "worker":
-            argv[-1] = str(markers)  # exists: a worker ends at once
-        else:
-            argv[-1] = str(markers / "go")
+def command(marker: Path, go: Path, code: int = 0) -> list[str]:
+    return [sys.executable, "-c", BLOCKING, str(marker), str(go), str(code)]
+
+
+def job(name: str, markers: Path) -> dict[str, Any]:
+    def replica(kind: str) -> dict[str, Any]:
+        argv = command(markers / f"{name}-{kind}", markers / JOBS[name])
         container = {"name": "pytorch", "image": "python:3.11", "command": argv}
-        spec = {"containers": [container]}
-        return {"replicas": replicas, "restartPolicy": policy, "template": {"spec": spec}}
+        return {
+            "replicas": 1,
+            "restartPolicy": "Never",
+            "template": {"spec": {"containers": [container]}},
+        }
 
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
         "metadata": {"name": name},
-        "spec": {
-            "pytorchReplicaSpecs": {"Master": replica("master", 1), "Worker": replica("worker", 2)}
-        },
+        "spec": {"pytorchReplicaSpecs": {"Master": replica("master"), "Worker": replica("worker")}},
     }
+
+
+def exiting_pod(markers: Path) -> dict[str, Any]:
+    argv = command(markers / "exits-3", markers / "early", 3)
+    container = {"name": "main", "image": "python:3.11", "command": argv}
+    spec = {"restartPolicy": "Never", "containers": [container]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "exits-3"}, "spec": spec}
 
 
 def lines(path: Path) -> list[str]:
@@ -83,77 +96,105 @@ def phase(core: k8s.CoreV1Api, name: str) -> str:
         raise
 
 
-def test_kill_9_of_the_daemon_neither_reruns_finished_work_nor_never_pods(
+def clients(state: Path) -> tuple[k8s.CustomObjectsApi, k8s.CoreV1Api]:
+    api = k8s_config.new_client_from_config(config_file=str(state / "kubeconfig"))
+    return k8s.CustomObjectsApi(api), k8s.CoreV1Api(api)
+
+
+def test_kill_9_of_the_daemon_leaves_never_jobs_running_and_each_replica_runs_once(
     state: Path, tmp_path: Path
 ) -> None:
     markers = tmp_path / "markers"
     markers.mkdir()
     started = trainop(state, "up")
     assert started.returncode == 0, started.stdout + started.stderr
-    api = k8s_config.new_client_from_config(config_file=str(state / "kubeconfig"))
-    custom, core = k8s.CustomObjectsApi(api), k8s.CoreV1Api(api)
-    for name, policy in (("never", "Never"), ("onfail", "OnFailure")):
+    custom, core = clients(state)
+    for name in JOBS:
         custom.create_namespaced_custom_object(
-            "kubeflow.org", "v1", "default", "pytorchjobs", job(name, policy, markers)
+            "kubeflow.org", "v1", "default", "pytorchjobs", job(name, markers)
         )
-    workers = [f"{j}-worker-{i}" for j in ("never", "onfail") for i in (0, 1)]
-    masters = {j: markers / f"{j}-master" for j in ("never", "onfail")}
+    core.create_namespaced_pod("default", exiting_pod(markers))
+    replicas = [f"{name}-{kind}" for name in JOBS for kind in ("master", "worker")]
+    pods = [f"{name}-{kind}-0" for name in JOBS for kind in ("master", "worker")] + ["exits-3"]
     wait_for(
         lambda: (
-            all(phase(core, w) == "Succeeded" for w in workers)
-            and all(len(lines(m)) == 1 for m in masters.values())
+            all(phase(core, p) == "Running" for p in pods)
+            and all(len(lines(markers / r)) == 1 for r in [*replicas, "exits-3"])
         ),
-        timeout=90,
-        what="workers Succeeded and masters running",
-    )
-    wait_for(
-        lambda: all(phase(core, f"{j}-master-0") == "Running" for j in masters),
-        timeout=30,
-        what="masters reported Running",
+        timeout=120,
+        what="every replica running",
     )
 
     daemon = int((state / "trainop.pid").read_text())
     os.kill(daemon, signal.SIGKILL)
-    lost = [int(lines(m)[0]) for m in masters.values()]
+    wait_for(lambda: not alive(daemon), timeout=30, what="the daemon gone")
+    running = {r: int(lines(markers / r)[0]) for r in [*replicas, "exits-3"]}
+    assert all(alive(pid) for pid in running.values()), "a container died with the daemon"
+    (markers / "early").touch()  # a, b and exits-3 end while no daemon runs
+    early = [r for r in running if r.startswith(("a-", "b-", "exits-3"))]
     wait_for(
-        lambda: not any(alive(p) for p in [daemon, *lost]),
-        timeout=30,
-        what="no process outlived the daemon",
+        lambda: not any(alive(running[r]) for r in early),
+        timeout=60,
+        what="the early containers ended while the daemon was down",
     )
-    (markers / "go").touch()
+    assert alive(running["c-master"])
+    assert alive(running["c-worker"])
 
     restarted = trainop(state, "up")
     assert restarted.returncode == 0, restarted.stdout + restarted.stderr
-    api = k8s_config.new_client_from_config(config_file=str(state / "kubeconfig"))
-    custom, core = k8s.CustomObjectsApi(api), k8s.CoreV1Api(api)
+    custom, core = clients(state)
     wait_for(
-        lambda: (
-            "Failed" in conditions(custom, "never") and "Succeeded" in conditions(custom, "onfail")
-        ),
-        timeout=90,
-        what="never Failed and onfail Succeeded",
+        lambda: all(phase(core, f"c-{kind}-0") == "Running" for kind in ("master", "worker")),
+        timeout=60,
+        what="c re-attached and still Running",
+    )
+    (markers / "late").touch()
+    wait_for(
+        lambda: all("Succeeded" in conditions(custom, name) for name in JOBS),
+        timeout=120,
+        what="every job Succeeded",
     )
 
-    for name in ("never", "onfail"):  # two workers each, each ran once: none ran again
-        assert len(lines(markers / f"{name}-worker")) == 2, name
-    assert len(lines(masters["never"])) == 1, "a Never container ran again"
-    assert len(lines(masters["onfail"])) == 2, "the OnFailure master: lost, then one more run"
+    for replica in replicas:
+        assert len(lines(markers / replica)) == 1, f"{replica} ran again"
+    for pod in pods[:-1]:
+        status = core.read_namespaced_pod(pod, "default").status
+        entry = status.container_statuses[0]
+        assert (entry.restart_count, entry.state.terminated.exit_code) == (0, 0), pod
+        assert entry.state.terminated.reason == "Completed", pod
+    for name in JOBS:
+        assert "Failed" not in conditions(custom, name), name
 
-    never = core.read_namespaced_pod("never-master-0", "default").status
-    assert never.phase == "Failed"
-    assert never.reason == "ContainerStatusUnknown"
-    assert "container pytorch" in never.message
-    terminated = never.container_statuses[0].state.terminated
-    assert (terminated.reason, terminated.exit_code) == ("ContainerStatusUnknown", 137)
-    assert terminated.message == "The container could not be located when the pod was terminated"
-    failed = conditions(custom, "never")["Failed"]["message"]
-    assert "Master replica(s) failed" in failed, failed
-    events = core.list_namespaced_event("default").items
-    exited = [e.message for e in events if e.involved_object.name == "never"]
-    assert "Pod: default.never-master-0 exited with code 137" in exited, exited
+    wait_for(lambda: phase(core, "exits-3") == "Failed", timeout=60, what="exits-3 Failed")
+    exited = core.read_namespaced_pod("exits-3", "default").status.container_statuses[0]
+    assert len(lines(markers / "exits-3")) == 1
+    assert exited.restart_count == 0
+    assert (exited.state.terminated.exit_code, exited.state.terminated.reason) == (3, "Error")
+    log = core.read_namespaced_pod_log("c-master-0", "default")
+    assert log == "started\ndone\n", "the re-attached run's output reached its log"
 
-    onfail = core.read_namespaced_pod("onfail-master-0", "default").status
-    assert onfail.phase == "Succeeded"
-    entry = onfail.container_statuses[0]
-    assert entry.restart_count >= 1
-    assert entry.last_state.terminated.reason == "ContainerStatusUnknown"
+
+def test_down_after_a_crash_stops_the_containers_the_daemon_left(
+    state: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "sleeper"
+    started = trainop(state, "up")
+    assert started.returncode == 0, started.stdout + started.stderr
+    _, core = clients(state)
+    argv = command(marker, tmp_path / "never-created")
+    container = {"name": "main", "image": "python:3.11", "command": argv}
+    body = {"restartPolicy": "Never", "containers": [container]}
+    core.create_namespaced_pod(
+        "default",
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sleeper"}, "spec": body},
+    )
+    wait_for(lambda: len(lines(marker)) == 1, timeout=60, what="the container running")
+    pid = int(lines(marker)[0])
+    daemon = int((state / "trainop.pid").read_text())
+    os.kill(daemon, signal.SIGKILL)
+    wait_for(lambda: not alive(daemon), timeout=30, what="the daemon gone")
+    assert alive(pid), "the container died with the daemon"
+
+    stopped = trainop(state, "down")
+    assert stopped.stdout.strip() == "no local cluster running", stopped.stdout
+    wait_for(lambda: not alive(pid), timeout=30, what="the container stopped by down")

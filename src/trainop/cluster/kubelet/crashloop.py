@@ -10,7 +10,9 @@ first showing the start's error (``RunContainerError``, ``CreateContainerError``
 period. An image that cannot be had is not a run: the container is tried again after the
 back-off whatever the policy (``ErrImagePull`` for a sync period, then ``ImagePullBackOff``;
 ``ErrImageNeverPull`` throughout), as kubelet does. A container an earlier kubelet ran
-(``recovery``) starts from what that kubelet recorded. Stopping the pod ends every wait.
+(``recovery``) starts from what that kubelet recorded; one whose run still goes on under its
+supervisor (note 120) is followed to its exit first, then judged by the policy. Stopping the
+pod ends every wait.
 Neighbours: ``podrun`` (runs one loop per container), ``podprocesses``, ``gpus``.
 """
 
@@ -45,7 +47,12 @@ class CrashLoop:
 
     async def run(self, container: ContainerState, launch: Launch, *, init: bool) -> bool:
         """Run until done for good; True when it ended with exit code 0."""
-        if container.current is not None:  # recovered from an earlier kubelet
+        adopted = self._processes.adopted.pop(container.name, None)
+        if adopted is not None:  # still running under its supervisor (note 120)
+            code = await self._processes.resume(container, adopted, init=init)
+            if self._ctx.is_stopping or not self.restarts(code, init=init):
+                return code == 0
+        elif container.current is not None:  # recovered from an earlier kubelet
             code = container.current.exit_code
             if not self.restarts(code, init=init):
                 return code == 0

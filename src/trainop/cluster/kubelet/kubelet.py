@@ -16,7 +16,9 @@ written (``Succeeded`` only when every container exited 0, else ``Failed``) and 
 (a terminal pod is removed at once). A pod removed outright (unbound pods are) is stopped with
 its ``terminationGracePeriodSeconds`` and forgotten; its sandbox is removed unless
 ``keep_sandboxes``. When the kubelet stops (``run`` cancelled) it stops every pod with
-``shutdown_grace`` and writes nothing more. Pods are never resurrected: writes carry the pod's
+``shutdown_grace`` and writes nothing more (with ``keep_containers``, containers run under
+supervisors that a SIGKILL of the kubelet spares, and a restarted kubelet re-attaches to
+them: note 120). Pods are never resurrected: writes carry the pod's
 uid and are dropped once the kubelet no longer tracks that uid.
 Neighbours: ``shell``, ``podrun``, ``logfiles`` (the API's ``LogSource``), ``execserver``,
 ``reaper``, ``status``, ``kube.events``.
@@ -34,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainop.cluster.kubelet import gpus, node, podrun
+from trainop.cluster.kubelet import gpus, node, podrun, sandbox
 from trainop.cluster.kubelet.environment import Node
 from trainop.cluster.kubelet.exec import execserver
 from trainop.cluster.kubelet.logfiles import LogFiles
@@ -42,6 +44,7 @@ from trainop.cluster.kubelet.podcontext import Backoff, Settings
 from trainop.cluster.kubelet.podrun import PodRun
 from trainop.cluster.kubelet.podstate import HOST_IP
 from trainop.cluster.kubelet.reaper import Reaper
+from trainop.cluster.kubelet.runtimes import supervised
 from trainop.cluster.kubelet.runtimes.runtime import Launch, Running, Runtime
 from trainop.cluster.kubelet.shell import KubeletShell
 from trainop.cluster.kubelet.status.writer import Key
@@ -75,6 +78,9 @@ class KubeletConfig:
     require_binding: bool = False  # run only pods bound to node_name (a scheduler binds them)
     cpus: int | None = None  # the node's CPUs (None: the machine's; ``local up --cpus``)
     memory: int | None = None  # the node's memory in bytes (None: the machine's)
+    # host containers outlive the kubelet under supervisors, and a restarted kubelet
+    # re-attaches to them (``runtimes.supervised``, note 120): ``trainop local up``'s daemon
+    keep_containers: bool = False
 
 
 class Kubelet(KubeletShell):
@@ -143,6 +149,8 @@ class Kubelet(KubeletShell):
         devices = config.gpus if config.gpus is not None else found
         self._pool = gpus.GpuPool(devices, present=found)
         self._reaper = Reaper()
+        if self._runtime is None and config.keep_containers:
+            self._runtime = supervised.SupervisedRuntime(config.root, self._reaper)
         self._exec = await execserver.ExecServer.start(self._exec_target)
         self._settings = _settings(config, self._exec.address)
         self.node = node.NodeStatus(
@@ -205,7 +213,12 @@ class Kubelet(KubeletShell):
             if not self._adopt(key, pod):
                 return
             state = podrun.initial_state(pod, self._now())  # left by an earlier kubelet
-            state.phase = "Failed"  # nothing runs it
+            state.phase = "Failed"  # nothing follows it: its supervised runs end now
+            if self._config.keep_containers:
+                pod_box = sandbox.Sandbox.of(
+                    self._config.root, state.namespace, state.name, state.uid
+                )
+                self._spawn(asyncio.to_thread(supervised.reap, pod_box.path))
             self.writer.patch_status(key, state.uid, state.status())
             self.writer.delete(key, state.uid)
             return

@@ -22,12 +22,15 @@ Writing never stops the reading: when a record cannot be written (``ENOSPC`` on 
 them; the first record that can be written again is preceded by one marker record (``stderr``:
 ``[trainop] <n> log lines dropped: <error>``), so no container blocks on a full pipe and
 ``local down`` stops it as usual. The write function is injectable (``LogFiles(write=...)``)
-for tests. Neighbours: ``podrun`` (pumps), ``cluster.apiserver.rest.logs`` (serves).
+for tests. A run under a supervisor (note 120) is written by the supervisor, not the kubelet:
+its followers look at the file every ``POLL_INTERVAL`` as well. Neighbours: ``podrun``
+(pumps), ``cluster.apiserver.rest.logs`` (serves).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import threading
@@ -42,6 +45,7 @@ from trainop.kube.podlogs import LogLine, LogRef
 log = logging.getLogger(__name__)
 
 LINE_LIMIT = 64 * 1024
+POLL_INTERVAL = 0.25  # a follower's look at a file a supervisor writes (note 120)
 Write = Callable[[int, bytes], int]  # as os.write: the number of bytes written, or OSError
 
 
@@ -173,8 +177,10 @@ class LogFiles:
                 yield record
             if waiter is None or not still_open:
                 return
-            if not records:
-                await waiter
+            if not records:  # woken by the kubelet's writes, or polled: a supervisor's
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(waiter), timeout=POLL_INTERVAL)
+            self._unwait(path, waiter)
 
     def _path(self, ref: LogRef) -> Path | None:
         sandbox = self._sandbox(ref.namespace, ref.pod)
@@ -202,6 +208,11 @@ class LogFiles:
         with self._lock:
             self._waiters.setdefault(path, []).append((loop, future))
         return future
+
+    def _unwait(self, path: Path, waiter: asyncio.Future[None]) -> None:
+        with self._lock:
+            waiting = self._waiters.get(path, [])
+            waiting[:] = [w for w in waiting if w[1] is not waiter]
 
     def _wake(self, path: Path) -> None:
         with self._lock:

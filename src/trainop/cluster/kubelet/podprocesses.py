@@ -46,6 +46,7 @@ class ContainerProcesses:
         self._idle = asyncio.Event()
         self._idle.set()
         self.start_errors: dict[str, StartError] = {}  # waiting after a failed start
+        self.adopted: dict[str, Running] = {}  # runs an earlier kubelet started, still alive
 
     def running(self, container: str) -> Running | None:
         """The run of ``container`` while its main process runs."""
@@ -71,6 +72,21 @@ class ContainerProcesses:
                 return None
             return self._start_failed(container, exc), 0.0
         self._started(container, process, init=init)
+        code = await self._until_exit(container, process)
+        return code, (ctx.clock.now() - began).total_seconds()
+
+    async def resume(self, container: ContainerState, process: Running, *, init: bool) -> int:
+        """Follow a run an earlier kubelet started (``recovery``, note 120) to its exit, as if
+        this kubelet had started it; its exit code."""
+        self._processes[container.name] = process
+        self._idle.clear()
+        if self._ctx.state.phase == "Pending" and not init:
+            self._ctx.state.phase = "Running"
+        self._ctx.changed()
+        return await self._until_exit(container, process)
+
+    async def _until_exit(self, container: ContainerState, process: Running) -> int:
+        ctx = self._ctx
         if ctx.is_stopping:  # stop() came while the process was starting
             process.signal(signal.SIGKILL)
         returncode = await self._wait(container, process)
@@ -81,7 +97,7 @@ class ContainerProcesses:
         container.end(ended)
         self._record(container, ended)
         ctx.changed()
-        return code, (ctx.clock.now() - began).total_seconds()
+        return code
 
     async def halt(self, grace: float) -> None:
         """SIGTERM now, SIGKILL after ``grace``; return once no container runs."""

@@ -6,8 +6,9 @@
    boundary, ``sandbox.invalid``) fail it at once with ``CreateContainerConfigError``; more
    GPUs than the machine has with ``UnexpectedAdmissionError``;
 2. recover what an earlier kubelet left of the pod (``recovery``: a container that ended is
-   not run again unless its policy says so; one whose process was lost is
-   ``ContainerStatusUnknown``, 137, and counted as a restart);
+   not run again unless its policy says so; one whose run goes on under its supervisor is
+   re-attached, one that ended meanwhile takes the exit its supervisor recorded (note 120);
+   one whose process was lost is ``ContainerStatusUnknown``, 137, and counted as a restart);
 3. prepare: the runtime makes what the pod's containers share (its address is the pod's
    ``podIP``); configure (``podconfig``: ConfigMaps, Secrets, sandbox, volumes, every
    container's env, argv and working directory, retried until ``config_timeout``);
@@ -31,7 +32,10 @@ Neighbours: ``kubelet`` (owns the runs), ``podcontext`` (what the parts share), 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
+import signal
 from collections.abc import Callable
 
 from trainop.cluster.kubelet import gpus, recovery, sandbox
@@ -48,9 +52,10 @@ from trainop.cluster.kubelet.podcontext import (
 from trainop.cluster.kubelet.podprocesses import ContainerProcesses
 from trainop.cluster.kubelet.podstate import ContainerState, PodState
 from trainop.cluster.kubelet.reaper import Reaper
-from trainop.cluster.kubelet.runtimes import host, runtime
+from trainop.cluster.kubelet.runtimes import host, processes, runtime
 from trainop.cluster.kubelet.runtimes.runtime import Launch, Running
 from trainop.cluster.kubelet.status import restartpolicy
+from trainop.cluster.kubelet.status.render import Termination
 from trainop.kube.client import Client
 from trainop.kube.clock import Clock, LoopClock
 from trainop.kube.events import EventRecorder
@@ -113,13 +118,15 @@ class PodRun:
         self._ctx.changed()
         try:
             _refuse_unrunnable(self.pod, self._pool)
-            self._recover()
+            await self._recover()
             await self._prepare()
             if await self._config.configure() and await self._run_init_containers():
                 await self._run_containers()
         except CannotRun as exc:
             await self._fail(exc)
         finally:
+            for adopted in self._processes.adopted.values():  # never followed: stop them
+                adopted.signal(signal.SIGKILL)
             await self._release()
         if self.stopping and not self.state.is_terminal:
             self.state.phase = "Failed"  # stopped before its containers could finish
@@ -161,7 +168,7 @@ class PodRun:
         except Exception:  # a runtime's failure to clean up must not end the kubelet's task
             log.exception("could not release pod %s", self._ctx.pod_id)
 
-    def _recover(self) -> None:
+    async def _recover(self) -> None:
         """Take over what an earlier kubelet left of this pod (``recovery``)."""
         status = self.pod.get("status") or {}
         reported = {
@@ -174,10 +181,45 @@ class PodRun:
         now = self._ctx.now()
         for container in self.state.all_containers():
             record = recovery.read(self.sandbox.record(container.name))
+            if record is not None and record.ended is None:
+                record = await self._reattach(container, record)
+                if record is None:  # its run goes on: followed by ``crashloop``
+                    continue
             if recovery.recover(container, reported.get(container.name), record, now):
                 self.lost.append(container.name)
-        if any(c.current is not None for c in self.state.containers):
+        if any(c.current is not None or c.is_running for c in self.state.containers):
             self.state.initialized_at = now  # its containers ran: the init containers are done
+
+    async def _reattach(
+        self, container: ContainerState, record: recovery.Record
+    ) -> recovery.Record | None:
+        """A run an earlier kubelet started and saw no end of (note 120): None when it still
+        runs (``container`` is running, the run waits in ``adopted``); else the record with
+        the exit its supervisor recorded, or unchanged (lost) when there is none."""
+        if not isinstance(self._runtime, runtime.Reattaching):
+            return record
+        target = dataclasses.replace(self._ctx.target(container), restart=record.restart_count)
+        found = await self._runtime.reattach(target, record.container_id)
+        if found is None:
+            return record
+        if isinstance(found, runtime.Exited):
+            code, reason = processes.exit_code(found.returncode), _reason(found.returncode)
+            ended = Termination(
+                code,
+                reason,
+                record.started_at,
+                found.finished_at or self._ctx.now(),
+                container_id=record.container_id,
+            )
+            with contextlib.suppress(OSError):
+                recovery.write_ended(
+                    self.sandbox.record(container.name), record.restart_count, ended
+                )
+            return dataclasses.replace(record, ended=ended)
+        container.restart_count = record.restart_count
+        container.run(record.started_at, found.pid, found.container_id)
+        self._processes.adopted[container.name] = found
+        return None
 
     async def _halt(self, grace: float) -> None:
         self._ctx.stopping.set()
@@ -268,6 +310,11 @@ def _refuse_unrunnable(pod: Raw, pool: gpus.GpuPool) -> None:
                 f"container {container['name']}: requested {wanted} {gpus.RESOURCE}, "
                 f"this machine has {len(pool.devices)}",
             )
+
+
+def _reason(returncode: int) -> str:
+    """The reason of an exit no kubelet watched (an OOM kill cannot be told any more)."""
+    return "Completed" if returncode == 0 else "Error"
 
 
 def grace_of(pod: Raw) -> float:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 import socket
 import sys
 from collections.abc import Mapping
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from trainop.cluster import privacy
-from trainop.cluster.kubelet import supervisor
+from trainop.cluster.kubelet import recovery, supervisor
 from trainop.cluster.kubelet.reaper import Reaper
 from trainop.cluster.kubelet.runtimes import host, processes
 from trainop.cluster.kubelet.runtimes.runtime import (
@@ -86,6 +87,23 @@ def signal_run(container_id: str, signum: int) -> bool:
         _send(supervisor.address_of(container_id), {"op": "signal", "signum": signum}).get("ok")
         is True
     )
+
+
+def reap(sandbox: Path) -> int:
+    """SIGKILL every live supervised run recorded in the pod sandbox ``sandbox`` (a pod no
+    kubelet will follow again); how many there were."""
+    killed = 0
+    for path in sandbox.glob("runs/*.json"):
+        record = recovery.read(path)
+        if record is not None and record.ended is None and record.container_id:
+            killed += signal_run(record.container_id, signal.SIGKILL)
+    return killed
+
+
+def reap_all(root: Path) -> int:
+    """``reap`` every pod sandbox under the kubelet's ``root`` (``<ns>/<pod>/<uid>``): the
+    session is gone for good (``trainop local down`` found no daemon to stop them)."""
+    return sum(reap(sandbox) for sandbox in root.glob("*/*/*"))
 
 
 class SupervisedProcess:
