@@ -121,7 +121,10 @@ def test_a_run_is_found_again_while_it_runs_and_after_it_ended(
 ) -> None:
     runtime = supervised.SupervisedRuntime(tmp_path, reaper)
     where, go = target(), tmp_path / "go"
-    code = f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.02)\nraise SystemExit(7)"
+    code = (
+        f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.02)\n"
+        "raise SystemExit(7)"
+    )
 
     async def main() -> tuple[object, object, object]:
         first = await runtime.start(where, launch(code, tmp_path), {})
