@@ -261,6 +261,7 @@ class JobSetStatus(WireModel):
         json_schema_extra={
             K8S_DEFINITION: "io.k8s.apimachinery.pkg.apis.meta.v1.Condition",
             "x-trainop-list": True,
+            **list_map("type"),
         },
     )
     restarts: Int32 | None = Field(None, description="Restarts of the whole JobSet so far.")

@@ -284,6 +284,7 @@ class TrainJobStatus(WireModel):
         json_schema_extra={
             K8S_DEFINITION: "io.k8s.apimachinery.pkg.apis.meta.v1.Condition",
             "x-trainop-list": True,
+            **list_map("type"),
         },
     )
     jobs_status: list[JobStatus] | None = Field(

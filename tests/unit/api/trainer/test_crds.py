@@ -283,3 +283,11 @@ def test_checked_in_crds_are_fresh() -> None:
         "manifests/trainer/jobset/jobsets.yaml",
     ]
     assert manifests_cli.stale_files(ROOT, trainer) == [], "run `make manifests` and commit"
+
+
+@pytest.mark.parametrize("kind", ["TrainJob", "JobSet"])
+def test_conditions_are_a_list_map_by_type(built: dict[str, Any], kind: str) -> None:
+    conditions = _at(built[kind], "status.conditions")
+    assert conditions["x-kubernetes-list-type"] == "map"
+    assert conditions["x-kubernetes-list-map-keys"] == ["type"]
+    assert "type" in conditions["items"]["required"]
