@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from trainop.api.types import Job
+from trainop.cli import trainjob_describe, trainjobs
 from trainop.cli.jobs import replicas, state
 from trainop.cli.session import age, cluster_command, kind_of
 from trainop.kube.client import Obj
@@ -32,6 +33,9 @@ UNWRAPPED_WIDTH = 100_000
 @cluster_command
 def describe(client: TrainingClient, kind: str, name: str, namespace: str) -> None:
     """Show job NAME in detail and why it is not progressing."""
+    if trainjobs.is_trainjob(kind):
+        trainjob_describe.describe(client, name, namespace)
+        return
     info = kind_of(kind)
     job = client.get_job(name, namespace, info.kind)
     pods = client.get_job_pods(name, namespace)

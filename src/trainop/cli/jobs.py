@@ -1,5 +1,8 @@
 """``trainop submit | get | wait | delete | suspend | resume``: jobs on a cluster, via the SDK.
 
+Trainer v2's ``trainjob`` kind (and TrainJob/runtime documents given to ``submit``) is handed
+to ``cli/trainjobs.py``.
+
 ``get`` prints a ``rich`` table (Name, State, Age, Replicas as active/total; ``-o wide`` adds
 the kind's replica types and the last condition's message) or the jobs as YAML/JSON.
 ``wait`` exits 0 when a condition is reached, 1 when the job Failed instead, 124 on timeout.
@@ -20,6 +23,7 @@ from trainop import errors
 from trainop.api import manifest
 from trainop.api.kinds import KINDS
 from trainop.api.types import Job
+from trainop.cli import trainjobs
 from trainop.cli.session import age, cluster_command, kind_of
 from trainop.sdk import JobFailedError, TrainingClient, constants
 
@@ -46,6 +50,9 @@ def submit(client: TrainingClient, path: Path, namespace: str) -> None:
     except OSError as exc:
         raise click.ClickException(f"{path}: {exc.strerror}") from exc
     for document in documents:
+        if trainjobs.is_trainer(document):  # Trainer v2: a TrainJob or a runtime
+            click.echo(trainjobs.submit(client, document, namespace))
+            continue
         document.setdefault("metadata", {}).setdefault("namespace", namespace)
         wanted = str(document["metadata"]["namespace"])
         if client.is_local and client.ensure_namespace(wanted):
@@ -67,7 +74,10 @@ def submit(client: TrainingClient, path: Path, namespace: str) -> None:
 def get(
     client: TrainingClient, kind: str | None, name: str | None, output: str | None, namespace: str
 ) -> None:
-    """List jobs (of KIND, or of every kind), or show job NAME."""
+    """List jobs (of KIND, or of every kubeflow.org/v1 kind), or show job NAME."""
+    if trainjobs.is_trainjob(kind):
+        trainjobs.get(client, name, output, namespace)
+        return
     infos = [kind_of(kind)] if kind else list(KINDS)
     if name:
         jobs = [client.get_job(name, namespace, infos[0].kind)]
@@ -131,8 +141,9 @@ def replicas(job: Job) -> str:
     multiple=True,
     default=[constants.JOB_CONDITION_SUCCEEDED],
     show_default=True,
-    type=click.Choice(sorted(constants.JOB_CONDITIONS)),
-    help="Condition to wait for (repeat: any of them).",
+    type=click.Choice(sorted(constants.JOB_CONDITIONS | set(trainjobs.WAIT_CONDITIONS))),
+    help="Condition to wait for (repeat: any of them). TrainJob: Complete (Succeeded means "
+    "it too), Failed, Suspended.",
 )
 @click.option("--timeout", type=float, default=600, show_default=True, help="Seconds (exit 124).")
 @cluster_command
@@ -145,6 +156,11 @@ def wait(
     namespace: str,
 ) -> None:
     """Wait until job NAME has one of the conditions (exit 1 if it Fails instead)."""
+    if trainjobs.is_trainjob(kind):
+        complete = {constants.JOB_CONDITION_SUCCEEDED: "Complete"}
+        wanted = tuple(dict.fromkeys(complete.get(x, x) for x in conditions))
+        trainjobs.wait(client, name, wanted, timeout, namespace)
+        return
     info = kind_of(kind)
     try:
         job = client.wait_for_job_conditions(
@@ -161,6 +177,9 @@ def wait(
 @cluster_command
 def delete(client: TrainingClient, kind: str, name: str, namespace: str) -> None:
     """Delete job NAME (its pods and services go with it)."""
+    if trainjobs.is_trainjob(kind):
+        trainjobs.delete(client, name, namespace)
+        return
     info = kind_of(kind)
     client.delete_job(name, namespace, info.kind, {"propagationPolicy": "Foreground"})
     click.echo(f"{info.singular}/{name} deleted")

@@ -13,6 +13,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
+from trainop.cli import trainjobs
 from trainop.cli.session import cluster_command, kind_of
 from trainop.sdk import TrainingClient
 
@@ -46,6 +47,10 @@ def logs(
     namespace: str,
 ) -> None:
     """Print the logs of job NAME's replicas, each line prefixed with its replica."""
+    if trainjobs.is_trainjob(kind):
+        trainjobs.logs(client, name, follow=follow, replica=replica, container=container,
+                       namespace=namespace)  # fmt: skip
+        return
     info = kind_of(kind)
     replica_type, index = parse_replica(replica)
     colours: dict[str, str] = {}

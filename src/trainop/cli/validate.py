@@ -10,6 +10,12 @@ and kubectl's ``--validate``: ``Strict`` (kubectl's default, so this command's) 
 ``Warn`` prunes them with a warning (kube-apiserver's default when a client names no mode),
 ``Ignore`` prunes them silently. The mode is said on stderr before the first verdict.
 
+Trainer v2's kinds (``TrainJob``, ``TrainingRuntime``, ``ClusterTrainingRuntime``) are judged
+by ``admission.trainer.judge_manifest``, the embedded API server's checks for them: their CRD
+schema, the API's rules and the webhooks' (``validate_trainjob``, ``runtime_errors``); a
+TrainJob's runtime is looked for among the file's documents, and when it is not there the
+rules that need it are skipped with a warning.
+
 A valid job prints ``OK <Kind>/<name>`` plus its warnings; an invalid one prints one line per
 field error, ``FILE: <path>: <Type>: <detail>``. Exit codes (docs/cli.md): 0 when every job is
 valid; 2 for an invalid manifest, whatever its shape (not YAML, not a mapping, no documents, a
@@ -19,11 +25,13 @@ field error), never a traceback; 1 when the file cannot be read.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from trainop.api import manifest
-from trainop.cluster.apiserver.admission import verdict
+from trainop.api.trainer import constants as c
+from trainop.cluster.apiserver.admission import trainer, verdict
 from trainop.errors import FieldError, ManifestError
 
 EXIT_INVALID = 2
@@ -71,14 +79,22 @@ def validate(*, filename: Path, field_validation: str) -> None:
         click.echo(f"{source}: no documents", err=True)
         raise SystemExit(EXIT_INVALID)
     click.echo(f"field validation: {field_validation} ({_MODE_NOTES[field_validation]})", err=True)
-    failed = [not _check(d, source=source, mode=field_validation) for d in documents]
+    runtimes = [d for d in documents if d.get("kind") in c.RUNTIME_KINDS]
+    failed = [
+        not _check(d, source=source, mode=field_validation, runtimes=runtimes) for d in documents
+    ]
     if any(failed):
         raise SystemExit(EXIT_INVALID)
 
 
-def _check(document: dict[str, object], *, source: str, mode: str) -> bool:
+def _check(
+    document: dict[str, Any], *, source: str, mode: str, runtimes: list[dict[str, Any]]
+) -> bool:
     """Print the outcome for one document; whether it is a valid job."""
-    outcome = verdict.judge_manifest(document, field_validation=mode)
+    if trainer.is_trainer_document(document):
+        outcome = trainer.judge_manifest(document, field_validation=mode, runtimes=runtimes)
+    else:
+        outcome = verdict.judge_manifest(document, field_validation=mode)
     for path in outcome.unknown_fields:
         detail = f"{verdict.unknown_field_message(path)} (--field-validation {mode})"
         _print_errors((FieldError(path, "Forbidden", detail),), source=source)

@@ -558,6 +558,16 @@ class TrainingClient:
 
     # -- plumbing --------------------------------------------------------------------------
 
+    def call(self, coro: Any, *, timeout: float | None = TIMEOUT) -> Any:
+        """Run a coroutine of ``http`` on this client's loop; its result (for the kinds this
+        client does not model: the CLI's Trainer v2 verbs, ``cli/trainjobs.py``)."""
+        return self._loop.call(coro, timeout=timeout)
+
+    @property
+    def http(self) -> HttpClient:
+        """The asynchronous client underneath, to be driven through ``call``."""
+        return self._http
+
     def _resource(self, job_kind: str | None) -> Resource:
         return job_resource(_info(job_kind or self.job_kind))
 

@@ -14,18 +14,27 @@ The API server's own rules (the CEL rules the embedded schema does not evaluate)
 422 ``Invalid`` as kube-apiserver does; the webhooks' rules with 403 ``Forbidden`` and the
 message ``admission webhook "<name>" denied the request: <errors>``. Warnings are returned.
 The ``status`` subresource is not seen by the webhooks (their rules list the main resource).
+``judge_manifest`` gives ``trainop validate`` the same verdict offline.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from trainop.api.trainer import constants as c
-from trainop.cluster.apiserver import store
+from trainop.api.trainer import crds as trainer_crds
+from trainop.api.trainer import validation as api_validation
+from trainop.cluster.apiserver import schemas, store
+from trainop.cluster.apiserver.admission import verdict
+from trainop.cluster.apiserver.admission.crdschema import CustomSchema
 from trainop.cluster.apiserver.http import status
 from trainop.cluster.apiserver.rest.call import ApiState, Call
 from trainop.controller import trainjob_admission as webhooks
+from trainop.errors import FieldError
 
 _STORE_KEYS = {
     c.TRAINING_RUNTIME: (f"{c.GROUP}/{c.PLURALS[c.TRAINING_RUNTIME]}", True),
@@ -74,3 +83,65 @@ def _read(state: ApiState, kind: str, namespace: str, name: str) -> dict[str, An
     key = store.Key(resource=resource, namespace=namespace if namespaced else "", name=name)
     found = state.store.get(key)
     return found.obj if found is not None else None
+
+
+# --- ``trainop validate``: the same verdict, offline ------------------------------------------
+
+
+def judge_manifest(
+    document: dict[str, Any], *, field_validation: str, runtimes: Sequence[dict[str, Any]] = ()
+) -> verdict.Verdict:
+    """The verdict of a create of a Trainer v2 ``document``, as this server gives it: metadata,
+    the kind's CRD schema, then the API's and the webhooks' rules. A TrainJob's runtime is taken
+    from ``runtimes`` (the other documents of the file); when it is not there, only the rules
+    that need no runtime are checked and a warning says so."""
+    kind = str(document.get("kind"))
+    obj = copy.deepcopy(document)
+    meta = obj.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        return verdict.Verdict((FieldError("metadata", "Invalid", "must be an object"),))
+    verdict.as_created(obj, meta)
+    namespaced = kind != c.CLUSTER_TRAINING_RUNTIME
+    if namespaced:
+        meta.setdefault("namespace", "default")
+    judged = verdict.judge(obj, schema=_schemas().get(kind), plural=c.PLURALS[kind],
+                           field_validation=field_validation, job=False,
+                           namespaced=namespaced)  # fmt: skip
+    if not judged.ok:
+        return judged
+    if kind != c.TRAINJOB:
+        decision = webhooks.judge_runtime(kind, obj, None)
+        return verdict.Verdict(decision.errors, judged.warnings + decision.warnings)
+    known, runtime_kind, _, name = webhooks.runtime_target(obj)
+    runtime = next((r for r in runtimes if _is(r, runtime_kind, name)), None)
+    if known and runtime is None:
+        errors = tuple(api_validation.trainjob_errors(obj))
+        note = f"{runtime_kind} {name!r} is not in the file: the runtime's rules were not checked"
+        return verdict.Verdict(errors, (*judged.warnings, note))
+    decision = webhooks.judge_trainjob(obj, None, runtime=runtime, jobset=None, known=known)
+    return verdict.Verdict(decision.errors, judged.warnings + decision.warnings)
+
+
+def is_trainer_document(document: Mapping[str, Any]) -> bool:
+    return document.get("apiVersion") == c.API_VERSION and document.get("kind") in c.KINDS
+
+
+def _is(runtime: Mapping[str, Any], kind: str, name: str) -> bool:
+    meta = runtime.get("metadata")
+    return (
+        runtime.get("kind") == kind
+        and isinstance(meta, dict)
+        and meta.get("name") == name
+        and runtime.get("apiVersion") == c.API_VERSION
+    )
+
+
+@functools.cache
+def _schemas() -> dict[str, CustomSchema]:
+    found = {}
+    for crd in trainer_crds.build_crds(schemas.load_definitions()):
+        if crd["spec"]["group"] != c.GROUP:
+            continue
+        [version] = crd["spec"]["versions"]
+        found[crd["spec"]["names"]["kind"]] = CustomSchema(version["schema"]["openAPIV3Schema"])
+    return found
