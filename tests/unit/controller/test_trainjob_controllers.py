@@ -10,11 +10,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+import click
 import pytest
 
 from tests.polling import until
 from trainop import errors
 from trainop.api.trainer import constants as c
+from trainop.cli.operator import config_from_flags
+from trainop.cli.operator import operator as operator_command
 from trainop.controller.manager import Manager, ManagerOptions
 from trainop.controller.trainjob import is_finished, status_patch
 from trainop.controller.trainjob_caches import (
@@ -130,3 +133,13 @@ def test_only_a_trainjob_controller_reference_queues_a_trainjob() -> None:
     assert controlling_trainjob(child()) == "ns/tj"
     assert controlling_trainjob(child(controller=False)) is None
     assert controlling_trainjob(child(apiVersion="kubeflow.org/v1")) is None
+
+
+def test_enable_scheme_trainjob_like_the_other_kinds() -> None:
+    flags = ["--enable-scheme", "trainjob", "--enable-scheme", "PyTorchJob"]
+    context = operator_command.make_context("operator", flags)
+    config = config_from_flags(context.params)
+    assert config.manager.kinds == (c.TRAINJOB, "PyTorchJob")
+    assert config.manager.trainjobs
+    with pytest.raises(click.BadParameter, match="scheme jobset is not supported yet"):
+        operator_command.make_context("operator", ["--enable-scheme", "jobset"])
