@@ -2,7 +2,8 @@
 
 Readiness names the JobSet CRD while it is not served and heals once it is; the runtime
 controllers strip the legacy finalizer; TrainJob is enabled only when named; the status
-merge patch.
+merge patch; one pass: an unsupported runtime kind fails the TrainJob, ``managedBy`` another
+controller is left alone, a failed apply is one Warning event cut at 950 characters.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from trainop.controller.trainjob_caches import (
     CLUSTER_TRAINING_RUNTIMES,
     JOBSETS,
     TRAINING_RUNTIMES,
+    TRAINJOBS,
     controlling_trainjob,
 )
 from trainop.kube.clock import FakeClock
 from trainop.kube.fake import FakeClient
-from trainop.kube.resources import Resource
+from trainop.kube.resources import CONFIGMAPS, EVENTS, Resource
 
 Body = Callable[[FakeClient, FakeClock, Manager], Awaitable[None]]
 
@@ -143,3 +145,95 @@ def test_enable_scheme_trainjob_like_the_other_kinds() -> None:
     assert config.manager.trainjobs
     with pytest.raises(click.BadParameter, match="scheme jobset is not supported yet"):
         operator_command.make_context("operator", ["--enable-scheme", "jobset"])
+
+
+# --- one pass, through the manager on a FakeClient ------------------------------------------------
+
+
+def _runtime() -> dict[str, object]:
+    pod = {"spec": {"containers": [{"name": c.NODE, "image": "img"}]}}
+    job = {"name": c.NODE, "replicas": 1, "template": {
+        "metadata": {"labels": {c.LABEL_ANCESTOR: c.ANCESTOR_TRAINER}},
+        "spec": {"template": pod}}}  # fmt: skip
+    return {"apiVersion": c.API_VERSION, "kind": c.TRAINING_RUNTIME,
+            "metadata": {"name": "plain", "namespace": "default"},
+            "spec": {"template": {"spec": {"replicatedJobs": [job]}}}}  # fmt: skip
+
+
+def _trainjob(name: str, *, kind: str = c.TRAINING_RUNTIME, **spec: object) -> dict[str, object]:
+    ref = {"name": "plain", "kind": kind, "apiGroup": c.GROUP}
+    return {"apiVersion": c.API_VERSION, "kind": c.TRAINJOB,
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"runtimeRef": ref, **spec}}  # fmt: skip
+
+
+async def _drained(manager: Manager) -> bool:
+    queue = manager.queues[c.TRAINJOB]
+    return manager.ready and not queue.depth and not queue.in_flight
+
+
+def test_an_unsupported_runtime_kind_fails_the_trainjob() -> None:
+    async def body(client: FakeClient, clock: FakeClock, manager: Manager) -> None:
+        await client.create(TRAINJOBS, _trainjob("odd", kind="Foo"), namespace="default")
+
+        async def failed() -> object:
+            found = await client.get(TRAINJOBS, name="odd", namespace="default")
+            return (found.get("status") or {}).get("conditions")
+
+        [condition] = await until(failed, timeout=10, interval=0)
+        assert (condition["type"], condition["status"], condition["reason"]) == (
+            "Failed",
+            "True",
+            c.REASON_RUNTIME_NOT_SUPPORTED,
+        )
+        assert condition["message"] == "unsupported runtime: Foo.trainer.kubeflow.org"
+
+    run(TRAINJOB_ONLY, body)
+
+
+def test_a_trainjob_managed_elsewhere_is_left_alone() -> None:
+    async def body(client: FakeClient, clock: FakeClock, manager: Manager) -> None:
+        await client.create(TRAINING_RUNTIMES, _runtime(), namespace="default")
+        kueue = _trainjob("kueue", managedBy=c.MANAGED_BY_MULTIKUEUE)
+        await client.create(TRAINJOBS, kueue, namespace="default")
+        await client.create(TRAINJOBS, _trainjob("ours"), namespace="default")
+
+        async def ours_applied() -> bool:
+            names = [o["metadata"]["name"] for o in (await client.list(JOBSETS)).items]
+            return names == ["ours"] and await _drained(manager)
+
+        await until(ours_applied, timeout=10, interval=0)
+        found = await client.get(TRAINJOBS, name="kueue", namespace="default")
+        assert "status" not in found or not found["status"]
+        config_maps = [o["metadata"]["name"] for o in (await client.list(CONFIGMAPS)).items]
+        assert config_maps == [f"ours{c.SNAPSHOT_SUFFIX}"], "no snapshot for the Kueue job"
+
+    run(TRAINJOB_ONLY, body)
+
+
+def test_a_failed_apply_is_one_warning_event_cut_at_950_characters() -> None:
+    reason = "x" * 2000
+
+    async def body(client: FakeClient, clock: FakeClock, manager: Manager) -> None:
+        await client.create(TRAINING_RUNTIMES, _runtime(), namespace="default")
+        client.inject("patch", errors.ApiError(reason, status=500), resource=JOBSETS)
+        await client.create(TRAINJOBS, _trainjob("job"), namespace="default")
+
+        async def warned() -> list[dict[str, object]]:
+            found = (await client.list(EVENTS)).items
+            return [e for e in found if e.get("reason") == c.EVENT_REASON_CREATION_FAILED]
+
+        [event] = await until(warned, timeout=10, interval=0)
+        assert event["type"] == "Warning"
+        assert event["message"] == (
+            "TrainJob resources reconciliation failed: " + "x" * 950 + " ..."
+        )
+        assert event["source"] == {"component": "trainer-trainjob-controller"}
+        clock.advance(1)  # the retry's backoff: the JobSet is applied this time
+
+        async def applied() -> bool:
+            return len((await client.list(JOBSETS)).items) == 1
+
+        await until(applied, timeout=10, interval=0)
+
+    run(TRAINJOB_ONLY, body)
