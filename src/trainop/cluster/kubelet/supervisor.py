@@ -5,10 +5,10 @@ cluster the runtime's shim (conmon, containerd's shim) keeps a container running
 kubelet restart and keeps its exit code for the next kubelet. This is that shim for the
 process kubelet (note 120). The kubelet (``runtimes.supervised``) starts it, in a session of
 its own and without any parent-death signal, as ``python -I -S supervisor.py SPEC`` (the
-standard library only: about 40 ms and 10 MB per run); it forks once at once, so that it is
-no child of the kubelet's (whose end it must not notice). It
+standard library only, no ``json``: see note 120 for its cost); it forks once at once, so
+that it is no child of the kubelet's (whose end it must not notice). It
 
-1. reads the run's spec (argv, env, working directory, umask, log and exit paths, the
+1. reads the run's spec (``encode``d: argv, env, working directory, umask, log and exit paths, the
    sandbox to watch, its socket name) and removes the file (it holds the pod's secrets);
 2. binds its Linux abstract socket ``@<address>``: the kernel drops the name when the process
    dies, so a connect that succeeds *is* a live supervisor (no pid is trusted);
@@ -16,7 +16,7 @@ no child of the kubelet's (whose end it must not notice). It
    supervisor, never alone), writes ``{"pid": N}`` (or ``{"error": ...}``) on its stdout;
 4. writes the container's stdout and stderr to the run's log file in the CRI format the
    kubelet reads (``logfiles``), dropping and counting records it cannot write;
-5. serves connections (own user only, ``SO_PEERCRED``), one JSON line each:
+5. serves connections (own user only, ``SO_PEERCRED``), one ``encode``d line each:
    ``{"op": "wait"}`` answers ``{"pid": N}`` and, at the exit, ``{"returncode": R}``;
    ``{"op": "signal", "signum": S}`` signals the container's group; ``{"op": "exec", ...}``
    with three descriptors runs a command in the container's group (``exec_main`` is the
@@ -31,8 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import hashlib
-import json
+import marshal
 import os
 import signal
 import socket
@@ -50,8 +49,25 @@ PREFIX = "trainop-run-"
 
 def address_of(container_id: str) -> str:
     """The abstract socket name of a run's supervisor (the run's ``containerID``)."""
+    import hashlib  # the kubelet's side only: the supervisor is told its address
+
     digest = hashlib.sha256(container_id.encode()).hexdigest()[:40]
     return f"{PREFIX}{os.getuid()}-{digest}"
+
+
+def encode(message: Any) -> bytes:
+    """One message of the supervisor's protocol: a line (``marshal``, in hex). Not JSON:
+    importing ``json`` (and ``re``) would be a third of the supervisor's start-up; both ends
+    are the same interpreter, and a peer is this user's own (``SO_PEERCRED``)."""
+    return marshal.dumps(message).hex().encode() + b"\n"
+
+
+def decode(line: bytes) -> Any:
+    """A message ``encode`` made (``ValueError`` when it is not one)."""
+    try:
+        return marshal.loads(bytes.fromhex(line.decode().strip()))
+    except (EOFError, TypeError, UnicodeDecodeError) as exc:
+        raise ValueError(str(exc)) from exc
 
 
 def stamp() -> str:
@@ -160,9 +176,11 @@ class Supervisor:
         self.finish(returncode)
 
     def finish(self, returncode: int) -> None:
+        import json  # once, at the end: not on the start's path
+
         record = {"returncode": returncode, "finishedAt": stamp()}
         with contextlib.suppress(OSError):  # the sandbox is gone: nobody will ask
-            write_atomically(self.spec["exit"], json.dumps(record).encode())
+            write_atomically(self.spec["exit"], json.dumps(record).encode(), sync=True)
         with self.lock:
             self.returncode = returncode
             waiters, self.waiters = self.waiters, []
@@ -195,7 +213,9 @@ class Supervisor:
                 if not (more := conn.recv(1 << 20)):
                     break
                 message += more
-            request = json.loads(message or b"{}")
+            request = decode(message)
+            if not isinstance(request, dict):
+                raise ValueError("not a request")
         except (OSError, ValueError):
             conn.close()
             return
@@ -261,7 +281,7 @@ def _exit_code(returncode: int) -> int:
 
 def _reply(conn: socket.socket, data: dict[str, Any]) -> None:
     with contextlib.suppress(OSError):
-        conn.sendall(json.dumps(data).encode() + b"\n")
+        conn.sendall(encode(data))
 
 
 def _thread(target: Any, *args: Any) -> threading.Thread:
@@ -270,12 +290,14 @@ def _thread(target: Any, *args: Any) -> threading.Thread:
     return thread
 
 
-def write_atomically(path: str, data: bytes) -> None:
+def write_atomically(path: str, data: bytes, *, sync: bool = False) -> None:
+    """Write ``path`` whole or not at all (``sync``: on disk before it is renamed)."""
     staged = f"{path}.tmp"
     fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         os.write(fd, data)
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(staged, path)
@@ -283,13 +305,13 @@ def write_atomically(path: str, data: bytes) -> None:
 
 def _tell(answer: dict[str, Any]) -> None:
     """The one line the kubelet reads on the supervisor's stdout: started, or why not."""
-    os.write(1, json.dumps(answer).encode() + b"\n")
+    os.write(1, encode(answer))
 
 
 def main(spec_path: str) -> int:
     """Supervise the run ``spec_path`` describes (see the module docstring)."""
-    with open(spec_path, encoding="utf-8") as source:
-        spec = json.load(source)
+    with open(spec_path, "rb") as source:
+        spec = decode(source.read())
     os.unlink(spec_path)
     if os.fork() > 0:  # the kubelet reaps this parent at once; the supervisor is nobody's child
         os._exit(0)
@@ -321,8 +343,8 @@ def exec_main(address: str, argv: list[str]) -> int:
     try:
         conn.connect("\0" + address)
         request = {"op": "exec", "argv": argv, "env": dict(os.environ), "cwd": os.getcwd()}
-        socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], [0, 1, 2])
-        answer = json.loads(conn.makefile("rb").readline() or b"{}")
+        socket.send_fds(conn, [encode(request)], [0, 1, 2])
+        answer = decode(conn.makefile("rb").readline())
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"exec: the container's supervisor is gone: {exc}\n")
         return 1

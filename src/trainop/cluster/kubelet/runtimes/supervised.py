@@ -73,9 +73,9 @@ def _send(address: str, request: dict[str, Any], timeout: float = 5.0) -> dict[s
         conn.settimeout(timeout)
         try:
             conn.connect("\0" + address)
-            conn.sendall(json.dumps(request).encode() + b"\n")
+            conn.sendall(supervisor.encode(request))
             line = conn.makefile("rb").readline()
-            answer = json.loads(line) if line else {}
+            answer = supervisor.decode(line) if line else {}
         except (OSError, ValueError):
             return {}
     return answer if isinstance(answer, dict) else {}
@@ -84,7 +84,9 @@ def _send(address: str, request: dict[str, Any], timeout: float = 5.0) -> dict[s
 def signal_run(container_id: str, signum: int) -> bool:
     """Signal a supervised run's container group; False when no supervisor answers."""
     return (
-        _send(supervisor.address_of(container_id), {"op": "signal", "signum": signum}).get("ok")
+        _send(supervisor.address_of(container_id), {"op": "signal", "signum": int(signum)}).get(
+            "ok"
+        )
         is True
     )
 
@@ -132,7 +134,7 @@ class SupervisedProcess:
     async def wait(self) -> int:
         try:
             line = await self._reader.readline()
-            answer = json.loads(line) if line else {}
+            answer = supervisor.decode(line) if line else {}
         except (OSError, ValueError):
             answer = {}
         finally:
@@ -176,9 +178,9 @@ async def attach(container_id: str, exited: Path) -> SupervisedProcess | None:
     except OSError:
         return None
     try:
-        writer.write(b'{"op": "wait"}\n')
+        writer.write(supervisor.encode({"op": "wait"}))
         line = await reader.readline()
-        pid = int(json.loads(line)["pid"]) if line else 0
+        pid = int(supervisor.decode(line)["pid"]) if line else 0
     except (OSError, ValueError, KeyError, TypeError):
         pid = 0
     if not pid:
@@ -267,8 +269,8 @@ class SupervisedRuntime:
             "watch": str(sandbox.path),
             "address": supervisor.address_of(container_id),
         }
-        spec_path = exited.with_name(f".{target.container}.{target.restart}.spec.json")
-        supervisor.write_atomically(str(spec_path), json.dumps(spec).encode())
+        spec_path = exited.with_name(f".{target.container}.{target.restart}.spec")
+        supervisor.write_atomically(str(spec_path), supervisor.encode(spec))
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-I",
@@ -285,7 +287,7 @@ class SupervisedRuntime:
         await process.stdout.read()  # its end is closed right after that line
         await process.wait()  # it forked: the supervisor itself is nobody's child
         with contextlib.suppress(ValueError):
-            answer = json.loads(line)
+            answer = supervisor.decode(line)
             if isinstance(answer, dict):
                 return answer
         return {"error": "the supervisor did not start"}
