@@ -221,3 +221,26 @@ asyncio.run(main())
     finally:
         host.kill()
         host.wait()
+
+
+def test_a_start_of_a_run_that_already_runs_follows_it(tmp_path: Path, reaper: Reaper) -> None:
+    """A kubelet that died between starting a run and recording it: the next one's start of
+    the same run number finds it instead of running it twice; once it ended, its exit."""
+    runtime = supervised.SupervisedRuntime(tmp_path, reaper)
+    where, go, marker = target(), tmp_path / "go", tmp_path / "starts"
+    code = (
+        f"import os, time\nopen({str(marker)!r}, 'a').write('x')\n"
+        f"while not os.path.exists({str(go)!r}): time.sleep(0.02)\nraise SystemExit(6)"
+    )
+
+    async def main() -> tuple[int, int, int, int]:
+        first = await runtime.start(where, launch(code, tmp_path), {})
+        second = await runtime.start(where, launch(code, tmp_path), {})
+        go.touch()
+        returned = await second.wait()
+        third = await runtime.start(where, launch(code, tmp_path), {})
+        return first.pid, second.pid, returned, await third.wait()
+
+    first, second, returned, again = asyncio.run(main())
+    assert (second, returned, again) == (first, 6, 6)
+    assert marker.read_text() == "x", "the run ran once"

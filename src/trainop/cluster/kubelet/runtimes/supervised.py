@@ -224,7 +224,8 @@ class SupervisedRuntime:
         sandbox = Sandbox.of(self._root, target.namespace, target.pod, target.uid)
         container_id = run_id(target)
         exited = exit_path(sandbox, target.container, target.restart)
-        exited.unlink(missing_ok=True)  # a run of this number that an earlier kubelet lost
+        if (left := await self._left(container_id, exited)) is not None:
+            return left
         started = await self._spawn(sandbox, target, launch, env, container_id, exited)
         if "pid" not in started:
             error = OSError(int(started.get("errno") or 0), str(started.get("error") or "?"))
@@ -236,6 +237,16 @@ class SupervisedRuntime:
             reader.feed_eof()
             return SupervisedProcess(int(started["pid"]), container_id, reader, None, exited)
         return running
+
+    async def _left(self, container_id: str, exited: Path) -> Running | None:
+        """This very run, started by a kubelet that died before it could record the start:
+        followed (or its recorded exit taken) rather than run a second time."""
+        running = await attach(container_id, exited)
+        if running is not None or read_exit(exited) is None:
+            return running
+        reader = asyncio.StreamReader()
+        reader.feed_eof()
+        return SupervisedProcess(0, container_id, reader, None, exited)
 
     async def reattach(self, target: Target, container_id: str) -> Running | Exited | None:
         """An earlier kubelet's run: live (its ``Running``), ended meanwhile (its ``Exited``),
