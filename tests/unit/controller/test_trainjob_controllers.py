@@ -237,3 +237,41 @@ def test_a_failed_apply_is_one_warning_event_cut_at_950_characters() -> None:
         await until(applied, timeout=10, interval=0)
 
     run(TRAINJOB_ONLY, body)
+
+
+def test_g9_the_deadline_waits_while_suspended_and_counts_from_the_resume() -> None:
+    async def body(client: FakeClient, clock: FakeClock, manager: Manager) -> None:
+        await client.create(TRAINING_RUNTIMES, _runtime(), namespace="default")
+        job = _trainjob("slow", suspend=True, activeDeadlineSeconds=2)
+        job["metadata"]["creationTimestamp"] = clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        await client.create(TRAINJOBS, job, namespace="default")
+
+        async def reasons() -> list[object]:
+            found = await client.get(TRAINJOBS, name="slow", namespace="default")
+            return [x.get("reason") for x in (found.get("status") or {}).get("conditions") or []]
+
+        async def settled() -> bool:
+            return bool(await reasons()) and await _drained(manager)
+
+        await until(settled, timeout=10, interval=0)
+        clock.advance(60)  # suspended: no deadline
+        await until(settled, timeout=10, interval=0)
+        assert await reasons() == [c.REASON_SUSPENDED]
+        patch = {"spec": {"suspend": False}}
+        await client.patch(TRAINJOBS, name="slow", namespace="default", patch=patch)
+
+        async def resumed() -> bool:
+            return await reasons() == [c.REASON_RESUMED] and await _drained(manager)
+
+        await until(resumed, timeout=10, interval=0)
+        clock.advance(1)  # 1 s after the resume: still running
+        await until(resumed, timeout=10, interval=0)
+        clock.advance(1.5)  # the requeue at the deadline fires
+
+        async def failed() -> bool:
+            jobsets = (await client.list(JOBSETS)).items
+            return await reasons() == [c.REASON_RESUMED, c.REASON_DEADLINE_EXCEEDED] and not jobsets
+
+        await until(failed, timeout=10, interval=0)
+
+    run(TRAINJOB_ONLY, body)
