@@ -27,7 +27,7 @@ from trainop import errors
 from trainop.api.trainer import crds as trainer_crds
 from trainop.cluster import privacy
 from trainop.cluster.apiserver import ApiServer, Limits, ServerConfig, schemas
-from trainop.cluster.controllers import batchjob
+from trainop.cluster.controllers import jobs as batchjob
 from trainop.cluster.kubelet import DEFAULT_NODE, Kubelet, KubeletConfig, LogFiles, gpus
 from trainop.cluster.kubelet.exec import execclient, sshclient
 from trainop.cluster.kubelet.runtimes import containers

@@ -22,7 +22,7 @@ from tests.integration.controller.cluster import (
     start_cluster_server,
 )
 from tests.polling import until
-from trainop.cluster.controllers.batchjob import JOBS, LocalJobController
+from trainop.cluster.controllers.jobs import JOBS, LocalJobController
 from trainop.controller.manager import ManagerOptions
 from trainop.kube.resources import PODS, SECRETS, Resource
 

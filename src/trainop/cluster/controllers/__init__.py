@@ -1,4 +1,4 @@
 """The local control plane's controllers (kube-controller-manager's part): API clients only.
 
-``batchjob``: batch/v1 Jobs, as far as an MPIJob v2beta1 launcher needs (note 100).
+``jobs``: batch/v1 Jobs as Kubernetes 1.36 runs them (note 130).
 """

@@ -292,7 +292,8 @@ def test_watch_too_old_is_410_then_relist_works(driver: Driver, ns: str) -> None
 
 
 def test_every_patch_type(driver: Driver, ns: str) -> None:
-    # A Job's pod template: kube lets an update change little of a Pod's own spec.
+    # A suspended, never started Job's pod template: kube lets an update change its scheduling
+    # gates (merged by name), and nothing of a Pod's own spec nor of a running Job's template.
     template = {
         "spec": {
             "restartPolicy": "Never",
@@ -300,9 +301,11 @@ def test_every_patch_type(driver: Driver, ns: str) -> None:
                 {**CONTAINER, "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]},
                 {"name": "side", "image": "busybox"},
             ],
+            "schedulingGates": [{"name": "a"}, {"name": "b"}],
         }
     }
-    driver.create(drivers.JOBS, obj(drivers.JOBS, "p", spec={"template": template}), ns)
+    spec = {"suspend": True, "template": template}
+    driver.create(drivers.JOBS, obj(drivers.JOBS, "p", spec=spec), ns)
     merged = driver.patch(drivers.JOBS, "p", {"metadata": {"labels": {"x": "y"}}}, "merge", ns)
     assert merged["metadata"]["labels"]["x"] == "y"
     ops = [{"op": "add", "path": "/metadata/annotations", "value": {"note": "j"}}]
@@ -314,12 +317,16 @@ def test_every_patch_type(driver: Driver, ns: str) -> None:
         {"name": "side", "$patch": "delete"},
     ]
     smp = {"spec": {"template": {"spec": {"containers": containers}}}}
+    with pytest.raises(ApiFailureError) as refused:
+        driver.patch(drivers.JOBS, "p", smp, "strategic", ns)
+    assert refused.value.code == 422
+    assert "spec.template: Invalid value" in str(refused.value)
+    gates = [{"name": "c"}, {"name": "b", "$patch": "delete"}]
+    smp = {"spec": {"template": {"spec": {"schedulingGates": gates}}}}
     result = driver.patch(drivers.JOBS, "p", smp, "strategic", ns)
-    containers = result["spec"]["template"]["spec"]["containers"]
-    assert [c["name"] for c in containers] == ["main"]
-    assert containers[0]["image"] == "python:3.11"
-    env = {e["name"]: e["value"] for e in containers[0]["env"]}
-    assert env == {"A": "1", "B": "20", "C": "3"}
+    merged_gates = result["spec"]["template"]["spec"]["schedulingGates"]
+    assert sorted(g["name"] for g in merged_gates) == ["a", "c"]
+    assert [c["name"] for c in result["spec"]["template"]["spec"]["containers"]] == ["main", "side"]
 
 
 def test_strategic_merge_on_custom_resource_is_415(

@@ -261,37 +261,33 @@ def core(api: RunningServer) -> Iterator[kubernetes.client.CoreV1Api]:
 def test_official_client_reads_managed_fields_of_merged_containers(
     core: kubernetes.client.CoreV1Api, name: str
 ) -> None:
-    # A Job's pod template: kube lets an update add no container to a Pod itself.
-    def job(container: str) -> dict[str, Any]:
-        pod = {"restartPolicy": "Never", "containers": [{"name": container, "image": "img"}]}
+    # A suspended, never started Job's pod template: kube lets an update change its scheduling
+    # gates (a list keyed by name), not a Pod's containers nor a Job's.
+    def job(gate: str) -> dict[str, Any]:
+        pod = {
+            "restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "img"}],
+            "schedulingGates": [{"name": gate}],
+        }
         return {
             "apiVersion": "batch/v1",
             "kind": "Job",
             "metadata": {"name": name},
-            "spec": {"template": {"spec": pod}},
+            "spec": {"suspend": True, "template": {"spec": pod}},
         }
 
     batch = kubernetes.client.BatchV1Api(core.api_client)
     kwargs: dict[str, Any] = {"_content_type": "application/apply-patch+yaml"}
     batch.patch_namespaced_job(name, "default", job("a"), field_manager="one", **kwargs)
     got = batch.patch_namespaced_job(name, "default", job("b"), field_manager="two", **kwargs)
-    assert [c.name for c in got.spec.template.spec.containers] == ["a", "b"]
+    assert [g.name for g in got.spec.template.spec.scheduling_gates] == ["a", "b"]
     fields = {e.manager: (e.operation, e.fields_v1) for e in got.metadata.managed_fields}
-    assert fields["two"] == (
-        "Apply",
-        {
-            "f:spec": {
-                "f:template": {
-                    "f:spec": {
-                        "f:containers": {'k:{"name":"b"}': {".": {}, "f:image": {}, "f:name": {}}},
-                        "f:restartPolicy": {},
-                    }
-                }
-            }
-        },
-    )
-    containers = fields["one"][1]["f:spec"]["f:template"]["f:spec"]["f:containers"]
-    assert containers.keys() == {'k:{"name":"a"}'}
+    two = fields["two"][1]["f:spec"]["f:template"]["f:spec"]
+    assert fields["two"][0] == "Apply"
+    assert two["f:schedulingGates"] == {'k:{"name":"b"}': {".": {}, "f:name": {}}}
+    assert two["f:containers"] == {'k:{"name":"main"}': {".": {}, "f:image": {}, "f:name": {}}}
+    gates = fields["one"][1]["f:spec"]["f:template"]["f:spec"]["f:schedulingGates"]
+    assert gates.keys() == {'k:{"name":"a"}'}
 
 
 def test_writes_to_a_tracked_object_are_recorded_under_the_user_agent(raw: Raw, name: str) -> None:

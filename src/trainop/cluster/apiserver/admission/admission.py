@@ -34,6 +34,7 @@ from typing import Any
 from trainop.api import pod_rules
 from trainop.api.kinds import KINDS, KindInfo
 from trainop.cluster.apiserver.admission import (
+    batchjobs,
     builtin_fields,
     defaults,
     limits,
@@ -133,7 +134,18 @@ def admit(
         errors += _object_rules(rt, obj)
     if errors:
         raise status.invalid(rt, name, errors)
+    if rt.group == "batch" and rt.plural == "jobs" and call.subresource in (None, "status"):
+        _admit_job(call, obj, old, name)
     return warnings
+
+
+def _admit_job(call: Call, obj: dict[str, Any], old: dict[str, Any] | None, name: str) -> None:
+    """kube-apiserver's Job rules (``batchjobs``); a new Job's status is dropped."""
+    if old is None and call.subresource is None:
+        batchjobs.clear_status(obj)
+    causes = batchjobs.causes(obj, old, status=call.subresource == "status")
+    if causes:
+        raise status.rejected(call.rt, name, causes)
 
 
 def _admit_custom(

@@ -1,0 +1,76 @@
+"""Counting the pods of a Job that ended, each exactly once (pure; spec §3.4, §3.9).
+
+A pod that still carries the tracking finalizer and is not in the controller's ``settled``
+set is uncounted. Once it has ended (``Succeeded``; ``Failed``; or, unless only failed pods
+are replaced, deleted before succeeding) it is counted: a success adds its index to
+``completedIndexes`` (Indexed, index in range) or one to ``succeeded``; a failure adds one to
+``failed`` unless a podFailurePolicy ``Ignore`` rule matches it (Indexed: only in-range
+indexes count). The controller then removes the finalizer and remembers the pod as settled,
+so a cache that has not caught up yet does not count it twice.
+Neighbours: ``model``, ``failure`` (rule matching), ``indexes`` (index sets), ``step``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+
+from trainop.cluster.controllers.jobs import failure, model
+from trainop.cluster.controllers.jobs.model import JobSpec, Pod
+
+
+@dataclass(slots=True)
+class Tally:
+    """What this sync counts: new failures and successes, and the FailJob match if any."""
+
+    failed: int = 0
+    succeeded: int = 0
+    succeeded_indexes: set[int] = field(default_factory=set)
+    settled: list[Pod] = field(default_factory=list)
+    fail_job: str | None = None  # the message of the first FailJob rule that matched
+
+
+def has_ended_as_failure(pod: Pod, spec: JobSpec) -> bool:
+    """kube's ``isPodFailed``: Failed, or deleted before success unless only failed pods are
+    replaced."""
+    if model.phase_of(pod) == "Failed":
+        return True
+    if spec.replace_only_failed:
+        return False
+    return model.is_deleting(pod) and model.phase_of(pod) != "Succeeded"
+
+
+def _in_range(pod: Pod, spec: JobSpec) -> bool:
+    if not spec.indexed:
+        return True
+    index = model.index_of(pod)
+    return index is not None and index < (spec.completions or 0)
+
+
+def tally(spec: JobSpec, pods: Sequence[Pod], settled: Collection[str]) -> Tally:
+    """Count the uncounted pods that ended (module docstring)."""
+    result = Tally()
+    for pod in pods:
+        if not model.is_tracked(pod) or model.uid_of(pod) in settled:
+            continue
+        if model.phase_of(pod) == "Succeeded":
+            result.settled.append(pod)
+            if _in_range(pod, spec):
+                result.succeeded += 1
+                index = model.index_of(pod)
+                if spec.indexed and index is not None:
+                    result.succeeded_indexes.add(index)
+        elif has_ended_as_failure(pod, spec):
+            result.settled.append(pod)
+            if _in_range(pod, spec):
+                _count_failure(spec, pod, result)
+    return result
+
+
+def _count_failure(spec: JobSpec, pod: Pod, result: Tally) -> None:
+    match = failure.match_rule(spec.failure_rules, pod) if spec.failure_rules else None
+    if match is not None and match.action == "Ignore":
+        return
+    result.failed += 1
+    if match is not None and match.action == "FailJob" and result.fail_job is None:
+        result.fail_job = match.message
