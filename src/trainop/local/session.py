@@ -28,6 +28,7 @@ from trainop.api.trainer import crds as trainer_crds
 from trainop.cluster import privacy
 from trainop.cluster.apiserver import ApiServer, Limits, ServerConfig, schemas
 from trainop.cluster.controllers import jobs as batchjob
+from trainop.cluster.controllers.volumes import LocalProvisioner
 from trainop.cluster.kubelet import DEFAULT_NODE, Kubelet, KubeletConfig, LogFiles, gpus
 from trainop.cluster.kubelet.exec import execclient, sshclient
 from trainop.cluster.kubelet.runtimes import containers
@@ -136,6 +137,7 @@ class LocalCluster:
             self._tasks = [
                 asyncio.create_task(kubelet.run(), name="kubelet"),
                 asyncio.create_task(jobs.run(), name="job-controller"),
+                asyncio.create_task(self._provisioner().run(), name="provisioner"),
             ]
             if self._config.operator:
                 self.manager = Manager(
@@ -153,6 +155,11 @@ class LocalCluster:
             await self._stop()
             raise
         return self
+
+    def _provisioner(self) -> LocalProvisioner:
+        """Claims bound to directories of the state, gone with it (note 132)."""
+        root = self._config.state_dir / "volumes"
+        return LocalProvisioner(client=self.client, clock=self._clock, root=root)
 
     async def __aexit__(
         self,

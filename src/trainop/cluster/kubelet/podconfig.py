@@ -1,6 +1,6 @@
 """Configuring one pod before its containers run: env, volumes, argv, working directories.
 
-``Configuration.configure`` fetches the ConfigMaps and Secrets the pod reads, builds its
+``Configuration.configure`` fetches the ConfigMaps, Secrets and claims the pod reads, builds its
 sandbox and volumes, its own Python environment (``overlay``: pip never writes the kubelet's)
 and every container's ``runtime.Launch`` (env, argv, working directory, GPUs). A
 ``ConfigError`` shows the container(s) ``waiting: CreateContainerConfigError`` with kubelet's
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from trainop import errors
-from trainop.cluster.kubelet import environment, gpus, overlay, sandbox
+from trainop.cluster.kubelet import claims, environment, gpus, overlay, sandbox
 from trainop.cluster.kubelet.environment import ConfigError, Sources
 from trainop.cluster.kubelet.podcontext import CannotRun, PodContext, Raw, containers_of
 from trainop.cluster.kubelet.runtimes.runtime import Launch
@@ -63,8 +63,9 @@ class Configuration:
             secrets={k: _maybe(environment.decode_secret, v) for k, v in secrets.items()},
         )
         every = [c["name"] for c in containers_of(ctx.pod)]
+        claim_dirs = await claims.resolve(self._client, ctx.pod)  # note 132
         try:
-            volumes = sandbox.prepare(ctx.sandbox, ctx.pod, config_maps, secrets)
+            volumes = sandbox.prepare(ctx.sandbox, ctx.pod, config_maps, secrets, claim_dirs)
         except ConfigError as exc:
             return dict.fromkeys(every, str(exc))
         if self._overlay is None:  # the pod's own Python environment (pip never writes ours)
@@ -93,6 +94,7 @@ class Configuration:
 
     def _launch(self, container: Raw, sources: Sources, volumes: dict[str, Path]) -> Launch:
         ctx, settings = self._ctx, self._ctx.settings
+        container = claims.read_only_mounts(ctx.pod, container)
         extra = sandbox.variables(ctx.sandbox, container, volumes)
         extra["HOSTNAME"] = str(ctx.pod["spec"].get("hostname") or ctx.state.name)
         extra["TRAINOP_NAMESPACE"] = ctx.state.namespace  # kubectl's in-cluster namespace
@@ -101,7 +103,7 @@ class Configuration:
         node = dataclasses.replace(settings.node, pod_ip=ctx.state.pod_ip)
         own = environment.resolve(ctx.pod, container, sources, node, injected=extra)
         visible = {**extra, **own}
-        sandbox.mount(ctx.sandbox, container, volumes)
+        sandbox.mount(ctx.sandbox, container, volumes, claims.claim_volumes(ctx.pod))
         return Launch(
             argv=environment.argv(container, visible) if container.get("command") else [],
             env={**settings.base_env, **self._overlay_env(), **visible},

@@ -6,6 +6,7 @@ Processes run on the host, so a container cannot see ``/etc/mpi``. Each pod gets
         home/                        HOME          (shared by the pod's containers)
         tmp/                         TMPDIR
         volumes/<volume>/            emptyDir, configMap and secret contents
+        readonly/<container>/<n>/    a read-only copy of a claim for the n-th read-only mount
         fs/<container>/<mountPath>   a symlink to the mounted volume (or its subPath, or the
                                      hostPath itself): the container's view of its mounts
         logs/<container>/<n>.log     output of the container's n-th run (``logfiles``)
@@ -18,8 +19,15 @@ and ``TRAINOP_VOLUME_<NAME>`` (each volume's real directory; the name upper-case
 as ``_``). A ``workingDir`` inside a mount, or one that does not exist on the host, is mapped
 the same way (and created); an existing host directory is used as is. Volumes: ``emptyDir``
 (any medium), ``configMap`` and ``secret`` (``items``, ``defaultMode``/``mode``,
-``optional``), ``hostPath`` (``DirectoryOrCreate`` creates it; the other types must exist).
-``readOnly`` is not enforced. Any other volume type is a ``ConfigError`` naming it.
+``optional``), ``hostPath`` (``DirectoryOrCreate`` creates it; the other types must exist),
+``persistentVolumeClaim`` (the directory of the volume the claim is bound to, which the
+kubelet looked up through the API beforehand: ``claims.resolve``; note 132). ``readOnly`` is not
+enforced on host processes, except for claims: a claim mounted read-only (the mount's
+``readOnly``, or the volume's, which ``claims.read_only_mounts`` copies onto every mount, as
+kubelet does) is a copy of the claim taken at the pod's first start with every write
+permission removed, so nothing written through it reaches the claim (the container runtimes
+mount the claim itself read-only instead). Any other volume type is a ``ConfigError`` naming
+it.
 
 The sandbox is a boundary (docs/design/080-local-trust-model.md). Every name and path of the
 manifest must pass Kubernetes' own rules (``api.pod_rules``; ``invalid`` says why not, and the
@@ -47,18 +55,20 @@ import os
 import posixpath
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trainop.api import pod_rules
 from trainop.cluster import privacy
+from trainop.cluster.kubelet import claims
 from trainop.cluster.kubelet.environment import ConfigError
 
 Raw = dict[str, Any]
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
-_SUPPORTED = ("emptyDir", "configMap", "secret", "hostPath")
+_SUPPORTED = ("emptyDir", "configMap", "secret", "hostPath", "persistentVolumeClaim")
+Claims = Mapping[str, Path | str]  # claim name -> its volume's directory, or why not
 _DEFAULT_MODE = 0o644  # kube's default for configMap and secret volume files
 
 
@@ -105,6 +115,7 @@ class Sandbox:
 
     def remove(self) -> None:
         """Delete the sandbox (symlinked host paths are unlinked, never followed)."""
+        claims.writable(self.path / "readonly")
         shutil.rmtree(self.path, ignore_errors=True)
 
 
@@ -128,9 +139,15 @@ def invalid(pod: Raw) -> str:
 
 
 def prepare(
-    sandbox: Sandbox, pod: Raw, config_maps: dict[str, Raw | None], secrets: dict[str, Raw | None]
+    sandbox: Sandbox,
+    pod: Raw,
+    config_maps: dict[str, Raw | None],
+    secrets: dict[str, Raw | None],
+    claim_dirs: Claims | None = None,
 ) -> dict[str, Path]:
-    """Create the directories and every volume; return each volume's real directory."""
+    """Create the directories and every volume; return each volume's real directory.
+    ``claim_dirs`` maps each claim the pod reads to its volume's directory, or to the reason the
+    pod cannot use it yet (kubelet's message; a ``ConfigError`` here)."""
     problems = invalid(pod)
     if problems:
         raise SandboxError(problems)
@@ -139,9 +156,11 @@ def prepare(
     found: dict[str, Path] = {}
     shared = runs_as_another_user(pod)
     for volume in (pod.get("spec") or {}).get("volumes") or []:
-        found[str(volume["name"])] = path = _volume(sandbox, volume, config_maps, secrets)
+        path = _volume(sandbox, volume, config_maps, secrets, claim_dirs or {})
+        found[str(volume["name"])] = path
         if shared and "hostPath" not in volume:  # the cluster's modes (module docstring)
-            path.chmod(0o777 if "emptyDir" in volume else 0o755)
+            writable = "emptyDir" in volume or "persistentVolumeClaim" in volume
+            path.chmod(0o777 if writable else 0o755)
     return found
 
 
@@ -167,6 +186,7 @@ def _volume(
     volume: Raw,
     config_maps: dict[str, Raw | None],
     secrets: dict[str, Raw | None],
+    claim_dirs: Claims,
 ) -> Path:
     name = str(volume["name"])
     kinds = [k for k in volume if k != "name"]
@@ -175,6 +195,8 @@ def _volume(
         raise ConfigError(f"volume {name}: {kind} volumes are not supported in local mode")
     if "hostPath" in volume:
         return _host_path(name, volume["hostPath"])
+    if "persistentVolumeClaim" in volume:
+        return _claim(name, volume["persistentVolumeClaim"], claim_dirs)
     target = privacy.private_dirs(sandbox.volume(name))
     if "configMap" in volume:
         source = volume["configMap"]
@@ -195,6 +217,16 @@ def _host_path(name: str, source: Raw) -> Path:
     elif kind and not path.exists():
         raise ConfigError(f"volume {name}: hostPath {path} ({kind}) does not exist")
     return path
+
+
+def _claim(name: str, source: Raw, claim_dirs: Claims) -> Path:
+    claim = str(source.get("claimName") or "")
+    found = claim_dirs.get(claim)
+    if found is None:
+        raise ConfigError(f'volume {name}: persistentvolumeclaim "{claim}" not found')
+    if isinstance(found, str):
+        raise ConfigError(found)
+    return _host_path(name, {"path": str(found), "type": "Directory"})
 
 
 def _config_files(obj: Raw) -> dict[str, bytes]:
@@ -262,19 +294,24 @@ def _write_below(base: Path, relative: str, data: bytes, mode: int, what: str) -
         raise SandboxError(f"{what}: cannot project {relative!r}: {exc.strerror}") from exc
 
 
-def mount(sandbox: Sandbox, container: Raw, volumes: dict[str, Path]) -> None:
-    """Link each of the container's ``volumeMounts`` at its mapped path (outer paths first)."""
+def mount(
+    sandbox: Sandbox, container: Raw, volumes: dict[str, Path], claimed: Collection[str] = ()
+) -> None:
+    """Link each of the container's ``volumeMounts`` at its mapped path (outer paths first);
+    a read-only mount of one of the ``claimed`` volumes links a read-only copy."""
     name = str(container["name"])
     privacy.private_dirs(sandbox.fs(name))
     entries = sorted(
-        container.get("volumeMounts") or [],
-        key=lambda m: container_path(str(m.get("mountPath") or "")).count("/"),
+        enumerate(container.get("volumeMounts") or []),
+        key=lambda item: container_path(str(item[1].get("mountPath") or "")).count("/"),
     )
-    for entry in entries:
+    for index, entry in entries:
         volume = volumes.get(str(entry.get("name")))
         if volume is None:
             raise ConfigError(f"volumeMount {entry.get('name')}: no volume of that name")
         source = _sub_path(volume, entry) if entry.get("subPath") else volume
+        if entry.get("readOnly") and str(entry.get("name")) in claimed:
+            source = claims.read_only_copy(sandbox.path / "readonly" / name / str(index), source)
         _link(sandbox, sandbox.mapped(name, str(entry["mountPath"])), source, entry)
 
 

@@ -1,9 +1,10 @@
 """The local scheduler: binds pods to the local node when they fit (``trainop run``/``local up``).
 
-One informer on pods and one on each PodGroup flavour wake a loop that runs
-``scheduling.decide`` over everything cached and applies the decision: a ``Binding`` per pod
-to bind, a ``PodScheduled=False``/``Unschedulable`` condition on each pod that waits (written
-only when its message changes, as kube-scheduler does), and the PodGroups' status. Pods it
+One informer on pods, one on each PodGroup flavour and one on PersistentVolumeClaims wake a
+loop that runs ``scheduling.decide`` over everything cached and applies the decision: a
+``Binding`` per pod to bind, a ``PodScheduled=False``/``Unschedulable`` condition on each pod
+that waits (written only when its message changes, as kube-scheduler does), and the
+PodGroups' status. Pods it
 bound are remembered as bound until the informer shows them so (kube-scheduler's "assumed"
 pods), so a pass that runs before the watch catches up never gives the same room twice.
 Events as kube-scheduler records them (source ``default-scheduler``): ``Scheduled`` on a
@@ -35,6 +36,7 @@ from trainop.kube.informer import Handlers, Informer, key_of
 from trainop.kube.resources import COSCHEDULING_PODGROUPS, PODS, VOLCANO_PODGROUPS, Resource
 
 log = logging.getLogger(__name__)
+CLAIMS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
 COMPONENT = "default-scheduler"  # what kubectl describe shows under "From"
 
 _GROUP_RESOURCES: dict[str, Resource] = {
@@ -74,6 +76,7 @@ class LocalScheduler:
             flavour: Informer(client, resource, handlers=[Handlers(self._changed)])
             for flavour, resource in _GROUP_RESOURCES.items()
         }
+        self._claims = Informer(client, CLAIMS, handlers=[Handlers(self._changed)])
         self.passes = 0
 
     def _changed(self, old: Obj | None, new: Obj | None) -> None:
@@ -81,7 +84,7 @@ class LocalScheduler:
 
     async def run(self) -> None:
         """Schedule until cancelled."""
-        informers = [self._pods, *self._groups.values()]
+        informers = [self._pods, *self._groups.values(), self._claims]
         tasks = [
             asyncio.create_task(i.run(), name=f"scheduler-{i.resource.plural}") for i in informers
         ]
@@ -130,7 +133,9 @@ class LocalScheduler:
         self.passes += 1
         pods = {key_of(p): p for p in self._pod_view()}
         groups = self._group_view()
-        decision = scheduling.decide(self.allocatable, pods.values(), groups)
+        claims = {(c["metadata"].get("namespace") or "default", c["metadata"]["name"]): c
+                  for c in self._claims.items()}  # fmt: skip
+        decision = scheduling.decide(self.allocatable, pods.values(), groups, claims)
         for key in decision.bind:
             await self._bind(pods[key])
         for key, message in decision.unschedulable.items():

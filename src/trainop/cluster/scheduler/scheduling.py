@@ -13,7 +13,8 @@ the pods bound and not finished. An extended resource (``vendor.com/name``) the 
 have never fits, except ``nvidia.com/gpu`` on a machine with no GPU and none declared
 (``--gpus``): there the process kubelet runs GPU manifests on the CPU, so they are not held
 back. A pod that does not fit gets kube-scheduler's message,
-``0/1 nodes are available: 1 Insufficient cpu.``.
+``0/1 nodes are available: 1 Insufficient cpu.``. A pod whose PersistentVolumeClaims cannot
+be used yet waits with the message ``volumebinding`` gives.
 
 Gangs: a pod is a member of a PodGroup through Volcano's annotation
 ``scheduling.k8s.io/group-name`` or the coscheduler's label ``scheduling.x-k8s.io/pod-group``.
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from trainop.cluster.scheduler import volumebinding
 from trainop.engine import quantities
 
 Obj = Mapping[str, Any]
@@ -169,21 +171,29 @@ def decide(
     allocatable: Allocatable,
     pods: Iterable[Obj],
     groups: Mapping[GroupKey, Obj],
+    claims: Mapping[PodKey, Obj] | None = None,
 ) -> Decision:
-    """One scheduling pass over everything known (see the module docstring)."""
+    """One scheduling pass over everything known (see the module docstring); with ``claims``
+    (every PersistentVolumeClaim by namespace and name) a pod waits until its claims can be
+    used (``volumebinding``)."""
     all_pods = list(pods)
+    decision = Decision()
+    if claims is not None:
+        waiting = sorted((p for p in all_pods if is_pending(p)), key=_order)
+        decision.unschedulable.update(volumebinding.problems(waiting, all_pods, claims))
     free = allocatable.resources()
     for pod in all_pods:
         if holds_resources(pod):
             _add(free, {k: -v for k, v in pod_requests(pod).items()})
     members: dict[GroupKey, list[Obj]] = {}
+    held_back = set(decision.unschedulable)
     for pod in all_pods:
         group = group_of(pod)
-        if group is not None:
+        if group is not None and _key(pod) not in held_back:
             members.setdefault(group, []).append(pod)
-    decision = Decision()
     done: set[GroupKey] = set()
-    for pod in sorted((p for p in all_pods if is_pending(p)), key=_order):
+    pending = (p for p in all_pods if is_pending(p) and _key(p) not in held_back)
+    for pod in sorted(pending, key=_order):
         group = group_of(pod)
         if group is None:
             _fit_one(pod, free, decision)

@@ -42,6 +42,7 @@ from trainop.cluster.apiserver.admission import (
     trainer,
     validation,
     verdict,
+    volumes,
 )
 from trainop.cluster.apiserver.http import status
 from trainop.cluster.apiserver.rest import resources
@@ -122,6 +123,8 @@ def admit(
         warnings = _unknown_fields(call, builtin_fields.unknown(rt.definition, obj))
         if call.subresource is None:
             defaults.apply(rt.group, rt.plural, obj, create=old is None)
+            if volumes.judged(rt.group, rt.plural):
+                volumes.default(state.store, rt.group, rt.plural, obj, create=old is None)
         errors += validation.builtin_validator(rt.definition).errors(obj)
     if not errors and rt.definition is not None:
         not_quantity = quantities.normalize(rt.definition, obj)  # cpu: 1 is stored as "1"
@@ -132,6 +135,8 @@ def admit(
             )
     if not errors and call.subresource is None:
         errors += _object_rules(rt, obj)
+        if volumes.judged(rt.group, rt.plural):
+            errors += volumes.errors(rt.plural, obj, old)
     if errors:
         raise status.invalid(rt, name, errors)
     if rt.group == "batch" and rt.plural == "jobs" and call.subresource in (None, "status"):

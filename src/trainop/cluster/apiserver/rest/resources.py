@@ -157,6 +157,14 @@ BUILTIN: tuple[ResourceType, ...] = (
         ),
     ),
     _builtin("leases", "Lease", group="coordination.k8s.io"),
+    # Local volumes (``cluster.controllers.volumes``, note 132): claims, the volumes that
+    # the local provisioner binds them to, and the storage class that names it.
+    _builtin("persistentvolumeclaims", "PersistentVolumeClaim", short=("pvc",), sub=("status",)),
+    _builtin(
+        "persistentvolumes", "PersistentVolume", namespaced=False, short=("pv",), sub=("status",)
+    ),
+    _builtin("storageclasses", "StorageClass", group="storage.k8s.io", namespaced=False,
+             short=("sc",)),  # fmt: skip
     _builtin(
         "horizontalpodautoscalers",
         "HorizontalPodAutoscaler",

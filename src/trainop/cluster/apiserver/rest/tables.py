@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from trainop.cluster.apiserver import store
-from trainop.cluster.apiserver.rest import printers, resources
+from trainop.cluster.apiserver.rest import printers, resources, storageprinters
 
 META_GROUP = "meta.k8s.io"
 _VERSIONS = ("v1", "v1beta1")
@@ -139,7 +139,8 @@ def _printer(
     db: store.Store, rt: resources.ResourceType
 ) -> tuple[list[printers.Column], printers.RowFunction]:
     if not rt.custom:
-        return printers.BUILTIN.get(rt.store_key, printers.DEFAULT)
+        found = printers.BUILTIN.get(rt.store_key) or storageprinters.BUILTIN.get(rt.store_key)
+        return found or printers.DEFAULT
     crd = db.get(store.Key(resource=_CRDS, namespace="", name=f"{rt.plural}.{rt.group}"))
     versions = ((crd.obj.get("spec") or {}).get("versions") or []) if crd else []
     served: dict[str, Any] = next((v for v in versions if v.get("name") == rt.version), {})
