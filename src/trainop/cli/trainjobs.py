@@ -11,17 +11,18 @@ driven by ``call``): the SDK models kubeflow.org/v1 jobs only. What is shown:
   ``-o yaml|json`` the objects;
 - ``wait``: polls until one of the wanted conditions is true (default ``Complete``); exit 1 when
   the TrainJob Failed instead, 124 on timeout, as ``wait`` for v1 jobs;
-- ``logs``: the pods of the TrainJob's JobSet (label ``jobset.sigs.k8s.io/jobset-name``), one
-  after the other, each line prefixed with the pod's step (``node-0-0``); ``--replica node``
-  keeps one job's pods, ``node-0-1`` one pod; with ``-f`` a pod's lines are printed when it
-  ends (no interleaving of live streams yet);
+- ``logs``: the pods of the TrainJob's JobSet (label ``jobset.sigs.k8s.io/jobset-name``), their
+  lines as they arrive, each prefixed with the pod's step (``node-0-0``); ``--replica node``
+  keeps one job's pods, ``node-0-1`` one pod; ``-f`` follows until every container ended;
 - ``delete``: foreground, so the JobSet and its pods go first.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import click
@@ -186,18 +187,48 @@ def logs(
     container: str | None,
     namespace: str,
 ) -> None:
-    """Print the logs of the TrainJob's pods, each line prefixed with the pod's step."""
-    found = [p for p in pods(client, name, namespace) if _is_replica(p, name, replica)]
+    """Print the logs of the TrainJob's pods as they arrive, each line prefixed with the pod's
+    step; with ``follow``, until every pod's container has ended."""
+    found = [str(p["metadata"]["name"]) for p in pods(client, name, namespace)
+             if _is_replica(p, name, replica)]  # fmt: skip
     if not found:
         raise errors.NotFoundError(f"TrainJob {namespace}/{name} has no pods (yet)", status=404)
     console = Console(highlight=False, soft_wrap=True)
-    for pod in found:
-        pod_name = str(pod["metadata"]["name"])
-        label = pod_name.removeprefix(f"{name}-")
-        lines = client.http.stream_log(name=pod_name, namespace=namespace, follow=follow,
-                                       container=container or c.NODE)  # fmt: skip
-        for line in client.call(_collect(lines), timeout=None):
-            console.print(f"[{label}] {line}", markup=False)
+    streams = [
+        (pod.removeprefix(f"{name}-"),
+         client.http.stream_log(name=pod, namespace=namespace, follow=follow,
+                                container=container or c.NODE))
+        for pod in found
+    ]  # fmt: skip
+    for label, line in client.iterate(_merged(streams)):
+        console.print(f"[{label}] {line}", markup=False)
+
+
+async def _merged(streams: list[tuple[str, AsyncIterator[str]]]) -> AsyncIterator[tuple[str, str]]:
+    """The lines of every stream, labelled, in the order they arrive."""
+    lines: asyncio.Queue[tuple[str, str] | None] = asyncio.Queue()
+
+    async def pump(label: str, stream: AsyncIterator[str]) -> None:
+        try:
+            async for line in stream:
+                await lines.put((label, line))
+        finally:
+            await lines.put(None)
+
+    tasks = [asyncio.create_task(pump(label, stream)) for label, stream in streams]
+    try:
+        ended = 0
+        while ended < len(tasks):
+            item = await lines.get()
+            if item is None:
+                ended += 1
+                continue
+            yield item
+        for task in tasks:
+            task.result()  # a stream's error, if one failed
+    finally:
+        for task in tasks:
+            task.cancel()
 
 
 def _is_replica(pod: Obj, name: str, replica: str | None) -> bool:
@@ -206,7 +237,3 @@ def _is_replica(pod: Obj, name: str, replica: str | None) -> bool:
         return True
     step = str(pod["metadata"]["name"]).removeprefix(f"{name}-")
     return step == replica or step.startswith(f"{replica}-")
-
-
-async def _collect(lines: Any) -> list[str]:
-    return [line async for line in lines]

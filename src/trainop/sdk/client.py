@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from trainop.api import manifest
@@ -562,6 +562,10 @@ class TrainingClient:
         """Run a coroutine of ``http`` on this client's loop; its result (for the kinds this
         client does not model: the CLI's Trainer v2 verbs, ``cli/trainjobs.py``)."""
         return self._loop.call(coro, timeout=timeout)
+
+    def iterate(self, source: AsyncIterator[Any]) -> Iterator[Any]:
+        """The items of an async iterator over ``http``, as they arrive, on this client's loop."""
+        return self._loop.iterate(source)
 
     @property
     def http(self) -> HttpClient:

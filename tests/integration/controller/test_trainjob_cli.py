@@ -1,5 +1,5 @@
-"""``trainop submit|get|describe|wait|delete trainjob`` and ``trainop validate`` of Trainer v2's
-kinds, against the embedded API server and the operator's manager (``--enable-scheme
+"""``trainop submit|get|describe|wait|logs|delete trainjob`` and ``trainop validate`` of
+Trainer v2's kinds, against the embedded API server and the operator's manager (``--enable-scheme
 trainjob``), as a user types them. The test writes JobSet status (no JobSet controller yet).
 """
 
@@ -23,7 +23,9 @@ from tests.integration.controller.test_trainjob_controller import (
     trainjob,
 )
 from tests.polling import wait_for
+from trainop.api.trainer import constants as c
 from trainop.cli.main import main
+from trainop.kube.podlogs import LogRef
 
 
 @pytest.fixture
@@ -135,3 +137,31 @@ def test_validate_judges_the_three_kinds(tmp_path: Path) -> None:
                for line in lines)  # fmt: skip
     assert "OK TrainJob/alone" in lines
     assert any("'elsewhere' is not in the file" in line for line in lines)
+
+
+def test_logs_of_the_jobsets_pods_with_their_steps(
+    server: RunningServer,  # noqa: F811
+    kube: Kube,
+) -> None:
+    # The pods a JobSet controller would make for TrainJob "alpha" (none runs here).
+    for step in ("node-0-0", "node-0-1", "dataset-initializer-0-0"):
+        job = step.rsplit("-", 2)[0]
+        labels = {c.JOBSET_NAME_LABEL: "alpha", c.JOBSET_REPLICATED_JOB_LABEL: job}
+        container = {"name": c.NODE if job == c.NODE else job, "image": "img"}
+        pod = {"metadata": {"name": f"alpha-{step}", "labels": labels},
+               "spec": {"containers": [container]}}  # fmt: skip
+        kube.core.create_namespaced_pod(kube.namespace, pod)
+    for step in ("node-0-0", "node-0-1"):
+        ref = LogRef(namespace=kube.namespace, pod=f"alpha-{step}", container=c.NODE)
+        server.call(lambda r=ref, s=step: (server.logs.write(r, f"hello from {s}"),
+                                           server.logs.close(r)))  # fmt: skip
+    shown = trainop(server, "logs", "trainjob", "alpha", "--replica", "node", "-f",
+                    "-n", kube.namespace)  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    assert sorted(shown.output.splitlines()) == [
+        "[node-0-0] hello from node-0-0",
+        "[node-0-1] hello from node-0-1",
+    ]
+    one = trainop(server, "logs", "trainjob", "alpha", "--replica", "node-0-1",
+                  "-n", kube.namespace)  # fmt: skip
+    assert one.output.splitlines() == ["[node-0-1] hello from node-0-1"]
