@@ -28,6 +28,7 @@ from trainop.api.trainer import crds as trainer_crds
 from trainop.cluster import privacy
 from trainop.cluster.apiserver import ApiServer, Limits, ServerConfig, schemas
 from trainop.cluster.controllers import jobs as batchjob
+from trainop.cluster.controllers.jobset.controller import JobSetController
 from trainop.cluster.controllers.volumes import LocalProvisioner
 from trainop.cluster.kubelet import DEFAULT_NODE, Kubelet, KubeletConfig, LogFiles, gpus
 from trainop.cluster.kubelet.exec import execclient, sshclient
@@ -138,6 +139,7 @@ class LocalCluster:
                 asyncio.create_task(kubelet.run(), name="kubelet"),
                 asyncio.create_task(jobs.run(), name="job-controller"),
                 asyncio.create_task(self._provisioner().run(), name="provisioner"),
+                asyncio.create_task(JobSetController(client=self._client, clock=self._clock).run()),
             ]
             if self._config.operator:
                 self.manager = Manager(

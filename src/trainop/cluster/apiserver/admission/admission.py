@@ -37,6 +37,7 @@ from trainop.cluster.apiserver.admission import (
     batchjobs,
     builtin_fields,
     defaults,
+    jobsets,
     limits,
     quantities,
     trainer,
@@ -158,6 +159,8 @@ def _admit_custom(
 ) -> list[str]:
     """A custom resource: the one verdict ``trainop validate`` gives too (``verdict.judge``)."""
     rt = call.rt
+    if state.job_admission and jobsets.judged(call) and old is None:
+        jobsets.default(obj)  # JobSet's mutating webhook runs before the schema is checked
     decision = verdict.judge(
         obj,
         schema=state.schemas.get((rt.group, rt.version, rt.plural)),
@@ -172,6 +175,8 @@ def _admit_custom(
     if decision.errors:
         name = str((obj.get("metadata") or {}).get("name") or "")
         raise status.invalid(rt, name, list(decision.errors))
+    if state.job_admission and jobsets.judged(call):  # JobSet's webhooks
+        jobsets.admit(call, obj, old)
     if state.job_admission and trainer.judged(call):  # Trainer v2's webhooks
         return list(decision.warnings) + trainer.admit(state, call, obj, old, state.clock())
     return list(decision.warnings)
