@@ -8,7 +8,7 @@ min(completions - succeeded, parallelism)``. Active pods without a valid index, 
 out of range, or duplicating another pod's index are deleted first (the least advanced of
 duplicates), and a sync that deletes them creates nothing. NonIndexed: ``wanted`` is
 ``min(completions - succeeded, parallelism)``, or ``parallelism`` until the first success
-when ``completions`` is unset. Extra active pods are deleted, least advanced first.
+when ``completions`` is unset (then what runs is left running). Extra active pods are deleted, least advanced first.
 Neighbours: ``model`` (pod facts), ``step`` (uses ``Plan``).
 """
 
@@ -27,8 +27,8 @@ def parse_intervals(text: object) -> set[int]:
     if not isinstance(text, str):
         return found
     for part in filter(None, text.split(",")):
-        low, _, high = part.partition("-")
-        if low.isdigit() and (not high or high.isdigit()):
+        low, dash, high = part.partition("-")
+        if low.isdigit() and (high.isdigit() if dash else True):
             found.update(range(int(low), int(high or low) + 1))
     return found
 
@@ -65,10 +65,11 @@ def _advancement(pod: Pod) -> tuple[int, int]:
     return (int(scheduled) + phase, int(model.is_ready(pod)))
 
 
-def wanted_active(spec: JobSpec, succeeded: int) -> int:
-    """How many pods should be active now."""
+def wanted_active(spec: JobSpec, succeeded: int, active: int) -> int:
+    """How many pods should be active now (after a success, a Job without ``completions``
+    leaves what runs running and starts nothing)."""
     if spec.completions is None:
-        return 0 if succeeded > 0 else spec.parallelism
+        return active if succeeded > 0 else spec.parallelism
     return max(0, min(spec.completions - succeeded, spec.parallelism))
 
 
@@ -90,7 +91,7 @@ def plan_indexed(
         plan.delete.extend(ranked[1:])
     if plan.delete:
         return plan
-    wanted = wanted_active(spec, len(succeeded & set(range(completions))))
+    wanted = wanted_active(spec, len(succeeded & set(range(completions))), len(active))
     if len(active) > wanted:
         plan.delete = _surplus(active, len(active) - wanted, succeeded)
         return plan
@@ -107,7 +108,7 @@ def plan_non_indexed(
     spec: JobSpec, active: Sequence[Pod], terminating: Sequence[Pod], succeeded: int
 ) -> Plan:
     """The sync's pod changes for a NonIndexed Job (module docstring)."""
-    wanted = wanted_active(spec, succeeded)
+    wanted = wanted_active(spec, succeeded, len(active))
     if len(active) > wanted:
         return Plan(delete=_surplus(active, len(active) - wanted, set()))
     room = wanted - len(active) - (len(terminating) if spec.replace_only_failed else 0)
