@@ -29,12 +29,14 @@ from kubernetes import client, config
 
 from tests.integration.cluster.apiserver.conftest import RunningServer
 from tests.integration.controller.cluster import start_cluster_server
-from tests.polling import NotYet, wait_for
+from tests.polling import NotYet, until, wait_for
 from trainop.api.trainer import constants as c
-from trainop.cluster.controllers.jobset.controller import JobSetController
+from trainop.cluster.controllers.jobset.controller import JOBSETS, JobSetController
+from trainop.cluster.kubelet.sim import Rules, SimulatedKubelet
 from trainop.kube.clock import LoopClock
 from trainop.kube.http import HttpClient
-from trainop.local.session import install_crds
+from trainop.kube.resources import PODS
+from trainop.local.session import ClusterConfig, LocalCluster, install_crds
 
 DEADLINE = 30.0
 P = "jobset.sigs.k8s.io/"
@@ -669,3 +671,70 @@ def test_a_plain_jobset_applied_with_kubectl_is_accepted_with_defaults(
     assert js["spec"]["replicatedJobs"][0]["groupName"] == "default"
     assert js["spec"]["replicatedJobs"][0]["template"]["spec"]["completionMode"] == "Indexed"
     kube.until_jobs(["plain-workers-0", "plain-workers-1"])
+
+
+def _sim_job(
+    name: str, replicas: int, pods: int, exit_code: int = 0, **extra: Any
+) -> dict[str, Any]:
+    annotations = {"sim.trainop.dev/exit-code": str(exit_code)} if exit_code else {}
+    pod = {
+        "metadata": {"annotations": annotations},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},
+    }
+    job = {"parallelism": pods, "completions": pods, "backoffLimit": 0, "template": pod}
+    return {"name": name, "replicas": replicas, "template": {"spec": job}, **extra}
+
+
+def test_in_a_local_session_with_the_job_controller_and_a_kubelet(tmp_path: Path) -> None:
+    """The whole chain of ``trainop local up``: JobSet → Jobs (the Job controller) → pods (the
+    simulated kubelet, pods run 0.2 s). A two-step JobSet (``node`` after ``init`` Complete)
+    completes; one whose pods exit 1 with ``maxRestarts: 1`` is restarted once (restart attempt
+    1), then Failed."""
+
+    def kubelet(http: Any, clock: Any) -> SimulatedKubelet:
+        return SimulatedKubelet(client=http, clock=clock, defaults=Rules(run_seconds=0.2))
+
+    async def body() -> None:
+        async with LocalCluster(ClusterConfig(state_dir=tmp_path / "state"), kubelet=kubelet) as cl:
+            resource = JOBSETS
+            steps = [
+                _sim_job("init", 1, 1),
+                _sim_job("node", 2, 2, dependsOn=[{"name": "init", "status": "Complete"}]),
+            ]
+            await cl.client.create(resource, jobset("ok", *steps), namespace="default")
+            failing = jobset(
+                "bad", _sim_job("node", 1, 2, exit_code=1), failurePolicy={"maxRestarts": 1}
+            )
+            await cl.client.create(resource, failing, namespace="default")
+
+            async def finished() -> dict[str, Any] | NotYet:
+                found = {}
+                for name in ("ok", "bad"):
+                    status = (await cl.client.get(resource, name=name, namespace="default")).get(
+                        "status"
+                    ) or {}
+                    found[name] = status
+                done = all(s.get("terminalState") for s in found.values())
+                return found if done else NotYet(found)
+
+            found = await until(finished, timeout=DEADLINE, what="both JobSets finished")
+            assert found["ok"]["terminalState"] == "Completed"
+            assert _entries(found["ok"]) == {"node": {"succeeded": 2}, "init": {"succeeded": 1}}
+            failed = next(x for x in found["bad"]["conditions"] if x["type"] == "Failed")
+            assert (failed["reason"], found["bad"]["restarts"]) == ("ReachedMaxRestarts", 1)
+            pods = (await cl.client.list(PODS, namespace="default")).items
+            hosts = {p["spec"]["hostname"]: p["spec"]["subdomain"] for p in pods}
+            assert {h: s for h, s in hosts.items() if h.startswith("ok-node")} == {
+                "ok-node-0-0": "ok",
+                "ok-node-0-1": "ok",
+                "ok-node-1-0": "ok",
+                "ok-node-1-1": "ok",
+            }
+            attempts = {
+                p["metadata"]["labels"][P + "restart-attempt"]
+                for p in pods
+                if p["metadata"]["name"].startswith("bad-")
+            }
+            assert attempts == {"1"}  # the first attempt's Job and pods are gone
+
+    asyncio.run(body())
