@@ -453,7 +453,9 @@ def test_g4_openmpi_hostfile_and_ssh_secret(kube: Kube, operator: Operator) -> N
                                dependsOn=[{"name": c.NODE, "status": "Ready"}])  # fmt: skip
     launcher["template"]["spec"]["template"]["spec"]["containers"][0].update(
         command=["mpirun"], args=["echo.sh"])  # fmt: skip
-    jobs = [*_initializer_jobs(), launcher, _replicated_job(c.NODE, c.ANCESTOR_TRAINER)]
+    # Upstream's G4 lists the launcher before node; JobSet's webhook (which the embedded API
+    # server runs, upstream's envtest does not) lets a replicatedJob depend only on earlier ones.
+    jobs = [*_initializer_jobs(), _replicated_job(c.NODE, c.ANCESTOR_TRAINER), launcher]
     mpi = {"numProcPerNode": 8, "mpiImplementation": "OpenMPI",
            "sshAuthMountPath": "/root/.ssh", "runLauncherAsNode": False}  # fmt: skip
     kube.create(PLURALS[c.TRAINING_RUNTIME], runtime(
