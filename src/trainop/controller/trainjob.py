@@ -5,20 +5,23 @@ queue, workers and error policy, informers (``trainjob_caches``), background Eve
 
 1. the TrainJob from its informer (gone → done); ``spec.managedBy`` other than Trainer's →
    done, touching nothing (Kueue's MultiKueue runs it elsewhere, spec 2.7);
-2. the runtime (``trainjob_runtime.resolve``: snapshot first); a finished TrainJob
-   (``Complete`` or ``Failed`` true — terminal, as fixed upstream after v2.3.0, spec 7.1) is
-   not resolved, as upstream builds nothing for it;
-3. the plan, a pure function of the TrainJob, the runtime, what the caches hold (JobSet,
-   PodGroups, MPI Secret and hostfile) and the time; an unsupported or missing runtime is
-   ``plan_unsupported``: ``Failed``/``TrainingRuntimeNotSupported`` instead of upstream's
-   nil dereference (spec 7.2);
+2. the runtime (``trainjob_runtime.resolve``: the snapshot first, else the live runtime; an
+   unusable snapshot is a Warning event and a retry, except for a finished TrainJob, which
+   needs no runtime: nothing is built for it);
+3. the plan (``engine.trainer.plan``), a pure function of the TrainJob, the runtime, what the
+   caches hold (JobSet, PodGroups, MPI Secret and hostfile, snapshot) and the time: the objects
+   to apply (the snapshot while none is cached), the status, the deadline; ``skipped`` for a
+   TrainJob managed elsewhere; an unsupported or missing runtime gives
+   ``Failed``/``TrainingRuntimeNotSupported`` instead of upstream's nil dereference (7.2);
+   ``Complete`` and ``Failed`` are terminal, as fixed upstream after v2.3.0 (spec 7.1);
 4. every object of ``plan.apply`` in order, by server-side apply (field manager ``trainer``,
    force); the first failure stops the rest and is reported as upstream does, one Warning
    Event ``TrainJobResourcesCreationFailed`` (message cut at 950 characters + `` ...``);
 5. the JobSet deleted when the plan says (deadline; NotFound is success);
-6. the status merge-patched through the subresource, only when it changed;
-7. ``requeue_after`` (the deadline's remaining time) returned; an error of step 2 or 4 is
-   raised after the status write, so the queue retries with backoff.
+6. the status merge-patched through the subresource, only when it changed; then the plan's
+   events;
+7. ``requeue_after`` (the deadline's remaining time) returned; an error of step 2 or 4, or the
+   plan's own, is raised after the status write, so the queue retries with backoff.
 
 Counters: ``training_operator_jobs_*`` with ``framework="trainjob"`` (created: the JobSet
 first applied; successful/failed: ``Complete``/``Failed`` becoming true).
@@ -40,6 +43,7 @@ from trainop.controller.trainjob_caches import JOBSETS, TRAINJOBS, TrainJobCache
 from trainop.controller.trainjob_runtime import ResolutionError, resolve, snapshot_of
 from trainop.engine.actions import Event
 from trainop.engine.trainer import plan as planner
+from trainop.engine.trainer import status as trainjob_status
 from trainop.kube.client import Client, Obj
 from trainop.kube.clock import Clock
 from trainop.kube.events import EventRecorder, ObjectRef, Source
@@ -55,17 +59,6 @@ class PlanFailedError(errors.TrainopError):
 
 
 COMPONENT = "trainer-trainjob-controller"
-EVENT_ACTION = "Reconciling"
-
-
-def is_finished(trainjob: Mapping[str, Any]) -> bool:
-    """``Complete`` or ``Failed`` is true: nothing is built for it any more (spec 7.1)."""
-    conditions = (trainjob.get("status") or {}).get("conditions") or []
-    return any(
-        cond.get("type") in (c.CONDITION_COMPLETE, c.CONDITION_FAILED)
-        and cond.get("status") == "True"
-        for cond in conditions
-    )
 
 
 def status_patch(old: Any, new: Any) -> Any:
@@ -99,16 +92,22 @@ class TrainJobReconciler:
         self._metrics = metrics
         self._new_ssh_keys = new_ssh_keys or _ssh_key_pair
         self.status_writes = 0
+        # TrainJobs whose JobSet this process applied first (key → uid): a stale JobSet cache
+        # right after the create must not count the TrainJob as created twice.
+        self._counted: dict[str, str] = {}
 
     async def reconcile(self, key: str) -> Result:
         namespace, _, name = key.partition("/")
         raw = self._caches.trainjobs.get(namespace, name)
-        if raw is None or not planner.is_managed(raw):
+        if raw is None:
+            self._counted.pop(key, None)
+            return Result()
+        if not planner.is_managed(raw):
             return Result()
         try:
             runtime = await resolve(self._client, self._caches, raw)
         except ResolutionError as exc:
-            if is_finished(raw):  # nothing is built for it: its status needs no runtime
+            if trainjob_status.is_finished(trainjob_status.current(raw)):  # nothing is built
                 runtime = None
             else:
                 await self._record(raw, planner.creation_failed(str(exc)))
@@ -135,6 +134,9 @@ class TrainJobReconciler:
         except errors.ApiError as exc:
             await self._record(raw, planner.creation_failed(str(exc)))
             failure, created = exc, False
+        if created:
+            meta = raw["metadata"]
+            self._counted[f"{meta.get('namespace', '')}/{meta['name']}"] = str(meta.get("uid"))
         if plan.delete_jobset:
             await self._delete_jobset(raw)
         await self._write_status(raw, plan.status, created=created)
@@ -186,8 +188,12 @@ class TrainJobReconciler:
             log.warning("%s/%s: JobSet not deleted: %s", meta.get("namespace"), meta["name"], exc)
 
     def _creates_jobset(self, raw: Obj, plan: planner.Plan) -> bool:
+        """Whether this pass applies the TrainJob's first JobSet (the ``created`` count)."""
         meta = raw["metadata"]
-        if self._caches.jobsets.get(str(meta.get("namespace") or ""), meta["name"]) is not None:
+        namespace = str(meta.get("namespace") or "")
+        if self._caches.jobsets.get(namespace, meta["name"]) is not None:
+            return False
+        if self._counted.get(f"{namespace}/{meta['name']}") == str(meta.get("uid")):
             return False
         return any(body.get("kind") == c.JOBSET for body in plan.apply)
 

@@ -20,7 +20,7 @@ from trainop.api.trainer import constants as c
 from trainop.cli.operator import config_from_flags
 from trainop.cli.operator import operator as operator_command
 from trainop.controller.manager import Manager, ManagerOptions
-from trainop.controller.trainjob import is_finished, status_patch
+from trainop.controller.trainjob import status_patch
 from trainop.controller.trainjob_caches import (
     CLUSTER_TRAINING_RUNTIMES,
     JOBSETS,
@@ -116,15 +116,6 @@ def test_the_status_merge_patch_removes_what_is_gone_and_replaces_lists() -> Non
     new = {"conditions": [{"type": "Suspended"}, {"type": "Complete"}]}
     assert status_patch(old, new) == {"conditions": new["conditions"], "jobsStatus": None}
     assert status_patch({}, new) == new
-
-
-def test_finished_means_complete_or_failed_true() -> None:
-    def job(*conditions: tuple[str, str]) -> dict[str, object]:
-        return {"status": {"conditions": [{"type": t, "status": s} for t, s in conditions]}}
-
-    assert is_finished(job(("Failed", "True")))
-    assert is_finished(job(("Suspended", "False"), ("Complete", "True")))
-    assert not is_finished(job(("Suspended", "True"), ("Failed", "False")))
 
 
 def test_only_a_trainjob_controller_reference_queues_a_trainjob() -> None:
