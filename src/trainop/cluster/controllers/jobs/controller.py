@@ -9,7 +9,8 @@ the Events of the step, a Job deletion (foreground, as the TTL controller delete
 
 Memory that makes the caches' lag harmless (each entry dropped once the caches caught up):
 ``_written`` (the Job as our last status write returned it, used while the cache is older),
-``_settled`` (pods counted or removed on purpose, per Job: never counted again),
+``_settled`` (pods counted or removed on purpose, per Job: never counted again, while
+they exist),
 ``_stripping`` (finalizer removals sent), ``_unseen`` (pods created but not yet cached: the
 Job gets no new pods meanwhile, as kube's expectations do). Pods whose Job is gone lose the
 tracking finalizer here too, so the garbage collector can remove them.
@@ -71,6 +72,7 @@ class LocalJobController:
         self._stripping: set[str] = set()
         self._unseen: dict[str, dict[str, datetime]] = {}
         self._timers: dict[str, Timer] = {}
+        self.synced = asyncio.Event()  # set once both caches are filled
         for informer in (self._jobs, self._pods):
             informer.add_handlers(Handlers(lambda old, new: self._wake.set()))
 
@@ -80,6 +82,7 @@ class LocalJobController:
         try:
             await self._jobs.synced.wait()
             await self._pods.synced.wait()
+            self.synced.set()
             while True:
                 self._wake.clear()
                 await self.sync_once()
@@ -125,10 +128,9 @@ class LocalJobController:
 
     def _forget_caught_up(self, uid: str, pods: list[Obj]) -> None:
         """Drop the memory the caches no longer need (module docstring)."""
-        tracked = {model.uid_of(p) for p in pods if model.is_tracked(p)}
         settled = self._settled.get(uid)
-        if settled is not None:
-            settled &= tracked
+        if settled is not None:  # kept while the pod exists: a stale cache may show it active
+            settled &= {model.uid_of(p) for p in pods}
         names = {model.name_of(p) for p in pods}
         now = self._clock.now()
         unseen = self._unseen.get(uid, {})

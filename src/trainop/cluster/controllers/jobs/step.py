@@ -204,8 +204,8 @@ def _remove(sync: _Sync, victims: Sequence[Pod], *, count_as_failed: bool) -> No
         sync.result.settled.add(model.uid_of(pod))
         sync.result.delete.append(name)
         sync.result.events.append(("Normal", "SuccessfulDelete", f"Deleted pod: {name}"))
-    if count_as_failed:
-        sync.failed += len(victims)
+    if count_as_failed:  # a pod without the finalizer was counted when it lost it
+        sync.failed += sum(1 for p in victims if model.is_tracked(p))
     gone = {id(p) for p in victims}
     sync.active = [p for p in sync.active if id(p) not in gone]
     sync.terminating += len(victims)
