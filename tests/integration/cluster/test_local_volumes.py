@@ -37,6 +37,7 @@ from trainop.kube.client import Obj
 from trainop.kube.clock import LoopClock
 from trainop.kube.http import HttpClient
 from trainop.kube.resources import CRDS, PODS
+from trainop.local.session import ClusterConfig, machine_cluster
 
 DEADLINE = 30.0
 
@@ -342,3 +343,31 @@ def test_kubectl_get_pvc_pv_shows_them(site: Site, tmp_path: Path) -> None:
     pv_row = next(r for r in lines if r[0] == f"persistentvolume/{volume}")
     claimed = f"{namespace}/listed"
     assert pv_row[1:8] == ["1Gi", "RWO,RWX", "Delete", "Bound", claimed, "standard", "<unset>"]
+
+
+def test_the_local_session_serves_the_default_class_and_binds_claims_in_its_state(
+    tmp_path: Path,
+) -> None:
+    """``machine_cluster`` (``trainop run``/``local up``) starts the provisioner: the claim's
+    directory is below the session's state directory, which an ephemeral session removes."""
+    state = tmp_path / "state"
+
+    async def body() -> None:
+        async with machine_cluster(ClusterConfig(state_dir=state), working_dir=tmp_path) as it:
+            client = it.client
+            default = await client.get(CLASSES, name="standard")
+            assert default["provisioner"] == "trainop.dev/local-path"
+            await client.create(CLAIMS, claim("in-session"), namespace="default")
+
+            async def is_bound() -> Obj | polling.NotYet:
+                found = await client.get(CLAIMS, name="in-session", namespace="default")
+                phase = (found.get("status") or {}).get("phase")
+                return found if phase == "Bound" else polling.NotYet(phase)
+
+            found = await polling.until(is_bound, timeout=DEADLINE, what="claim bound")
+            volume = await client.get(VOLUMES, name=found["spec"]["volumeName"])
+            directory = Path(volume["spec"]["hostPath"]["path"])
+            assert directory.parent == state / "volumes"
+            assert directory.is_dir()
+
+    asyncio.run(body())

@@ -136,10 +136,12 @@ def admit(
             )
     if not errors and call.subresource is None:
         errors += _object_rules(rt, obj)
-        if volumes.judged(rt.group, rt.plural):
-            errors += volumes.errors(rt.plural, obj, old)
     if errors:
         raise status.invalid(rt, name, errors)
+    if volumes.judged(rt.group, rt.plural) and call.subresource is None:
+        causes = volumes.causes(rt.plural, obj, old)  # claims' and volumes' rules
+        if causes:
+            raise status.rejected(rt, name, causes)
     if rt.group == "batch" and rt.plural == "jobs" and call.subresource in (None, "status"):
         _admit_job(call, obj, old, name)
     return warnings

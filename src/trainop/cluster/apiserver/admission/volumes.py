@@ -12,15 +12,16 @@ claim read back here is the one a cluster would store:
   plugin: the newest class marked default) and every claim the
   ``kubernetes.io/pvc-protection`` finalizer (``StorageObjectInUseProtection``), which the
   provisioner removes once no pod uses the claim;
-- validation (``errors``) with kube's messages: access modes (at least one, each supported,
-  ``ReadWriteOncePod`` alone), a claim's storage request (present, above zero), a volume's
-  capacity and exactly one source (a ``hostPath`` or ``local`` path without ``..``, a
-  ``local`` one absolute), reclaim policies; on update a claim's spec is immutable except its
-  requests once bound and the binding itself (``volumeName`` set while empty), a volume's
-  source is immutable.
+- validation (``errors``; ``causes`` words them exactly as kube does): access modes (at
+  least one, each supported, ``ReadWriteOncePod`` alone), a claim's storage request
+  (present, above zero), a volume's capacity and exactly one source (a ``hostPath`` or
+  ``local`` path without ``..``, a ``local`` one absolute, with node affinity), reclaim
+  policies; on update a claim's spec is immutable except its requests once bound, the
+  binding itself (``volumeName`` set while empty) and a class given to a claim without one
+  (kube's retroactive default class); a volume's source is immutable.
 
 Pure functions on plain dicts, except that ``default`` reads the stored StorageClasses.
-Neighbours: ``admission`` (calls ``default`` and ``errors``), ``cluster.controllers.volumes``.
+Neighbours: ``admission`` (calls ``default`` and ``causes``), ``cluster.controllers.volumes``.
 """
 
 from __future__ import annotations
@@ -96,6 +97,27 @@ def default_class(db: store.Store) -> str:
         marked, key=lambda o: (o["metadata"].get("creationTimestamp") or "", o["metadata"]["name"])
     )
     return str(newest["metadata"]["name"])
+
+
+_REASONS = {
+    "Required": ("FieldValueRequired", "Required value"),
+    "Forbidden": ("FieldValueForbidden", "Forbidden"),
+    "NotSupported": ("FieldValueNotSupported", ""),
+    "Invalid": ("FieldValueInvalid", ""),
+}
+
+
+def causes(
+    plural: str, obj: dict[str, Any], old: dict[str, Any] | None
+) -> list[tuple[str, str, str]]:
+    """``errors`` as kube words them: ``(field, reason, body)`` for ``status.rejected``
+    (``spec.accessModes: Required value: at least 1 access mode is required``)."""
+    found = []
+    for error in errors(plural, obj, old):
+        reason, phrase = _REASONS[error.type]
+        body = f"{phrase}: {error.detail}" if phrase and error.detail != phrase else error.detail
+        found.append((error.path, reason, body))
+    return found
 
 
 def errors(plural: str, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:

@@ -9,8 +9,9 @@ classes known:
 - unbound: the smallest ``Available`` volume that fits (same class, every access mode the
   claim asks for, at least its request, pre-bound to it or to no claim), else, when the
   claim's class is this provisioner's, a new volume named ``pvc-<claim uid>`` (kube's dynamic
-  provisioning name) with the claim's modes and request and the class's reclaim policy;
-  otherwise it stays ``Pending``.
+  provisioning name) with the claim's modes and request and the class's reclaim policy
+  (a ``Block`` claim gets none, with a ``ProvisioningFailed`` Warning: a directory is no
+  block device); otherwise it stays ``Pending``.
 
 ``volume_step`` decides for one volume: ``Pending`` without a claim becomes ``Available``;
 a volume whose claim is gone (missing, or another object of that name: another uid) is
@@ -154,6 +155,9 @@ def claim_step(
     chosen = classes.get(str(class_name)) if class_name else None
     if chosen is None or chosen.get("provisioner") != PROVISIONER:
         return ClaimStep()
+    if spec.get("volumeMode") == "Block":
+        message = f"{PROVISIONER} makes directories: volumeMode Block is not supported"
+        return ClaimStep(event=("Warning", "ProvisioningFailed", message))
     volume = provisioned_volume(claim, chosen, directory=directory)
     message = f"Successfully provisioned volume {volume['metadata']['name']}"
     return ClaimStep(

@@ -58,7 +58,9 @@ class LocalProvisioner:
         self._wake = asyncio.Event()
         for informer in self._informers:
             informer.add_handlers(Handlers(lambda old, new: self._wake.set()))
-        self.events = EventRecorder(client=client, clock=clock, source=Source(COMPONENT))
+        self.events = EventRecorder(
+            client=client, clock=clock, source=Source(COMPONENT), aggregate=True
+        )
         self.passes = 0
 
     async def run(self) -> None:
