@@ -173,8 +173,8 @@ BUILTIN: tuple[ResourceType, ...] = (
         short=("hpa",),
         sub=("status",),
     ),
-    # batch/v1 Jobs run: local mode has the part of the Job controller an MPIJob v2beta1
-    # launcher needs (``cluster.controllers.batchjob``: one pod at a time to one success).
+    # batch/v1 Jobs run: local mode has Kubernetes' Job controller (``cluster.controllers.jobs``,
+    # note 130); kube-apiserver's Job rules are ``admission.batchjobs``.
     _builtin("jobs", "Job", group="batch", sub=("status",)),
     # Stored as data only: local mode enforces no RBAC and calls no admission webhooks (its
     # rules run in-process), so applying an install manifest's RBAC and webhook configuration
