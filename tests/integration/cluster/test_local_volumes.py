@@ -26,6 +26,7 @@ from tests.integration.cluster.apiserver.conftest import RunningServer
 from tests.integration.cluster.kubelet.harness import Local, local, pod, py, start_server
 from trainop import errors
 from trainop.cluster.controllers.volumes import LocalProvisioner
+from trainop.cluster.controllers.volumes.jobsetclaimer import JOBSETS
 from trainop.cluster.controllers.volumes.provisioner import CLAIMS, CLASSES, VOLUMES
 from trainop.cluster.kubelet import DEFAULT_NODE, LogFiles
 from trainop.cluster.scheduler.scheduler import (
@@ -369,5 +370,63 @@ def test_the_local_session_serves_the_default_class_and_binds_claims_in_its_stat
             directory = Path(volume["spec"]["hostPath"]["path"])
             assert directory.parent == state / "volumes"
             assert directory.is_dir()
+
+    asyncio.run(body())
+
+
+def _step(name: str, code: str, **extra: Any) -> Obj:
+    prologue = "import os, sys\nWORK = os.environ['TRAINOP_ROOT'] + '/workspace'\n"
+    container = py(prologue + code, name=name)
+    container["volumeMounts"] = [{"name": "initializer", "mountPath": "/workspace"}]
+    pod_spec = {"restartPolicy": "Never", "containers": [container]}
+    return {"name": name, "template": {"spec": {"template": {"spec": pod_spec}}}, **extra}
+
+
+def test_a_jobsets_claim_carries_data_from_one_step_to_the_next(tmp_path: Path) -> None:
+    """The torchtune runtimes' shape: ``volumeClaimPolicies`` makes ``initializer-<jobset>``,
+    the initializer step writes into it, the trainer step (``dependsOn`` Complete) reads it."""
+    template = {"metadata": {"name": "initializer"},
+                "spec": {"accessModes": ["ReadWriteOnce"],
+                         "resources": {"requests": {"storage": "1Gi"}}}}  # fmt: skip
+    write = "open(WORK + '/dataset', 'w').write('rows')"
+    read = "sys.exit(open(WORK + '/dataset').read() != 'rows')"
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "steps"},
+        "spec": {
+            "volumeClaimPolicies": [{"templates": [template]}],
+            "replicatedJobs": [
+                _step("dataset-initializer", write),
+                _step(
+                    "node", read, dependsOn=[{"name": "dataset-initializer", "status": "Complete"}]
+                ),
+            ],
+        },
+    }
+    state = tmp_path / "state"
+
+    async def body() -> None:
+        async with machine_cluster(ClusterConfig(state_dir=state), working_dir=tmp_path) as it:
+            client = it.client
+            await client.create(JOBSETS, jobset, namespace="default")
+
+            async def finished() -> Obj | polling.NotYet:
+                found = await client.get(JOBSETS, name="steps", namespace="default")
+                conditions = (found.get("status") or {}).get("conditions") or []
+                done = [c["type"] for c in conditions if c.get("status") == "True"]
+                ended = {"Completed", "Failed"} & set(done)
+                return found if ended else polling.NotYet(found.get("status"))
+
+            found = await polling.until(finished, timeout=60, what="the JobSet finished")
+            conditions = found["status"]["conditions"]
+            assert any(c["type"] == "Completed" and c["status"] == "True" for c in conditions)
+            claim_obj = await client.get(CLAIMS, name="initializer-steps", namespace="default")
+            assert claim_obj["status"]["phase"] == "Bound"
+            owner = claim_obj["metadata"]["ownerReferences"][0]
+            assert (owner["kind"], owner["name"]) == ("JobSet", "steps")
+            volume = await client.get(VOLUMES, name=claim_obj["spec"]["volumeName"])
+            directory = Path(volume["spec"]["hostPath"]["path"])
+            assert (directory / "dataset").read_text() == "rows"
 
     asyncio.run(body())

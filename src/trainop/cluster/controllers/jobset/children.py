@@ -29,6 +29,7 @@ from trainop.cluster.controllers.jobset.spec import (
     spec_of,
     subdomain,
 )
+from trainop.cluster.controllers.volumes import jobsetclaims
 
 
 def job_name(jobset: str, replicated_job: str, index: int) -> str:
@@ -127,6 +128,8 @@ def construct_job(
     pod_meta["annotations"] = {**as_map(pod_meta.get("annotations")), **stamp}
     if dns_hostnames(jobset):
         pod["spec"] = {**as_map(pod.get("spec")), "subdomain": subdomain(jobset)}
+    pod["spec"] = dict(as_map(pod.get("spec")))
+    jobsetclaims.add_claim_volumes(jobset, pod["spec"])  # volumeClaimPolicies (note 132)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -15,7 +15,8 @@ of a claim, a volume or a pod (and at least every ``PASS_SECONDS``), makes one p
    first (only one this provisioner made: ``directories.owns``), then the volume.
 
 Errors of one object are logged and retried on the next pass. Events (source
-``persistentvolume-controller``): ``ProvisioningSucceeded`` on the claim. Neighbours:
+``persistentvolume-controller``): ``ProvisioningSucceeded`` (``ProvisioningFailed``) on the
+claim. Beside it runs ``jobsetclaimer.JobSetClaimer``, which makes JobSets' claims. Neighbours:
 ``binding`` (the decisions), ``directories``, ``local.session`` (starts it).
 """
 
@@ -30,6 +31,7 @@ from typing import Any
 
 from trainop import errors
 from trainop.cluster.controllers.volumes import binding, directories
+from trainop.cluster.controllers.volumes.jobsetclaimer import JobSetClaimer
 from trainop.kube.client import Client, Obj
 from trainop.kube.clock import Clock
 from trainop.kube.events import EventRecorder, ObjectRef, Source
@@ -66,6 +68,8 @@ class LocalProvisioner:
     async def run(self) -> None:
         """Provision and reclaim until cancelled."""
         tasks = [asyncio.create_task(i.run()) for i in self._informers]
+        claimer = JobSetClaimer(client=self._client, clock=self._clock, events=self.events)
+        tasks.append(asyncio.create_task(claimer.run(), name="jobset-claims"))
         try:
             await self._ensure_default_class()
             for informer in self._informers:
