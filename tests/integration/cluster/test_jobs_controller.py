@@ -22,6 +22,7 @@ from tests.polling import until
 from trainop import errors
 from trainop.cluster.controllers.jobs import JOBS
 from trainop.cluster.kubelet.sim import PREFIX, Rules
+from trainop.kube.resources import PODS
 
 REACHED = "Reached expected number of succeeded pods"
 BACKOFF = "Job has reached the specified backoff limit"
@@ -404,5 +405,28 @@ def test_status_writes_follow_kubes_rules(server: RunningServer) -> None:
             in text
         )
         assert "status.startTime: Required value: startTime is required for finished job" in text
+
+    run_plane(server, body)
+
+
+def test_a_pod_deleted_by_someone_else_counts_as_failed_and_is_replaced(
+    server: RunningServer,
+) -> None:
+    async def body(plane: Plane) -> None:
+        await plane.create(indexed("lost", completions=1, rules={"run_seconds": 100}))
+        [first] = await until_pods(plane, "lost", 1)
+        await plane.until_status("lost", lambda s: s.get("active") == 1)
+        await plane.client.delete(PODS, name=first["metadata"]["name"], namespace=plane.namespace)
+
+        async def replaced() -> list[dict[str, Any]] | None:
+            pods = await plane.pods("lost")
+            names = [p["metadata"]["name"] for p in pods]
+            return pods if len(pods) == 1 and first["metadata"]["name"] not in names else None
+
+        [second] = await until(replaced, timeout=30, what="index 0 replaced")
+        assert second["metadata"]["labels"][INDEX] == "0"
+        job = await plane.until_status("lost", lambda s: s.get("failed") == 1)
+        assert job["status"]["active"] == 1
+        assert "conditions" not in job["status"]
 
     run_plane(server, body)

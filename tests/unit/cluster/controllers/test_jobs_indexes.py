@@ -96,3 +96,25 @@ def test_non_indexed_completions_count_successes() -> None:
     assert len(result.create) == 1, "wanted min(3 - 1, 2) = 2 active"
     assert result.status is not None
     assert result.status["active"] == 2
+
+
+def test_a_pod_deleted_before_success_is_a_failure_replaced_at_once() -> None:
+    # podReplacementPolicy TerminatingOrFailed (the default): deleted pods count as failed.
+    deleted = pod(0, "Running", deleting=True)
+    result = run(job(completions=2, parallelism=2), [deleted, pod(1, "Running")])
+    assert created_indexes(result) == [0]
+    assert result.status is not None
+    assert (result.status["failed"], result.status["terminating"]) == (1, 1)
+    assert result.status["active"] == 2
+    assert deleted["metadata"]["name"] in result.strip
+
+
+def test_with_replacement_policy_failed_a_terminating_pod_holds_its_index() -> None:
+    deleted = pod(0, "Running", deleting=True)
+    the_job = job(completions=2, parallelism=2, podReplacementPolicy="Failed")
+    result = run(the_job, [deleted, pod(1, "Running")])
+    assert result.create == []
+    assert result.status is not None
+    assert "failed" not in result.status
+    assert result.status["terminating"] == 1
+    assert result.strip == []
