@@ -14,7 +14,7 @@ import contextlib
 import os
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,11 +24,21 @@ import pytest
 from tests import polling
 from tests.integration.cluster.apiserver.conftest import RunningServer
 from tests.integration.cluster.kubelet.harness import Local, local, pod, py, start_server
+from tests.integration.cluster.kubelet.test_runtime_seam import NoPull
 from trainop import errors
 from trainop.cluster.controllers.volumes import LocalProvisioner
 from trainop.cluster.controllers.volumes.jobsetclaimer import JOBSETS
 from trainop.cluster.controllers.volumes.provisioner import CLAIMS, CLASSES, VOLUMES
 from trainop.cluster.kubelet import DEFAULT_NODE, LogFiles
+from trainop.cluster.kubelet.runtimes import options
+from trainop.cluster.kubelet.runtimes.runtime import (
+    Launch,
+    Report,
+    Running,
+    StartError,
+    Target,
+    no_report,
+)
 from trainop.cluster.scheduler.scheduler import (
     LocalScheduler,
     machine_allocatable,
@@ -313,7 +323,7 @@ def test_kubectl_get_pvc_pv_shows_them(site: Site, tmp_path: Path) -> None:
             pytest.fail("kubectl is not installed; TRAINOP_REQUIRE_KUBECTL is set")
         pytest.skip("kubectl is not installed (make kubectl-env installs it)")
 
-    async def body() -> tuple[str, str, str]:
+    async def body() -> tuple[str, str, str, str]:
         async with cluster(site) as env:
             await env.create(claim("listed", modes=("ReadWriteOnce", "ReadWriteMany")), CLAIMS)
             found = await bound(env, "listed")
@@ -322,15 +332,23 @@ def test_kubectl_get_pvc_pv_shows_them(site: Site, tmp_path: Path) -> None:
                 "KUBECACHEDIR": str(tmp_path / "cache"),
                 "PATH": os.environ["PATH"],
             }
-            done = await asyncio.to_thread(
-                subprocess.run,
-                [binary, "get", "pvc,pv", "-n", env.namespace],
-                env=environ, capture_output=True, text=True, timeout=60, check=False,
-            )  # fmt: skip
-            assert done.returncode == 0, done.stderr
-            return done.stdout, str(found["spec"]["volumeName"]), env.namespace
+            outputs = []
+            for what in ("pvc,pv", "storageclass"):
+                done = await asyncio.to_thread(
+                    subprocess.run,
+                    [binary, "get", what, "-n", env.namespace],
+                    env=environ, capture_output=True, text=True, timeout=60, check=False,
+                )  # fmt: skip
+                assert done.returncode == 0, done.stderr
+                outputs.append(done.stdout)
+            return outputs[0], outputs[1], str(found["spec"]["volumeName"]), env.namespace
 
-    out, volume, namespace = asyncio.run(body())
+    out, classes, volume, namespace = asyncio.run(body())
+    shown = [line.split() for line in classes.splitlines()]
+    assert shown[0] == ["NAME", "PROVISIONER", "RECLAIMPOLICY", "VOLUMEBINDINGMODE",
+                        "ALLOWVOLUMEEXPANSION", "AGE"]  # fmt: skip
+    standard = next(r for r in shown if r[0] == "standard")
+    assert standard[1:6] == ["(default)", "trainop.dev/local-path", "Delete", "Immediate", "false"]
     lines = [line.split() for line in out.splitlines() if line.strip()]
     pvc_header = "NAME STATUS VOLUME CAPACITY ACCESS MODES STORAGECLASS VOLUMEATTRIBUTESCLASS AGE"
     assert " ".join(lines[0]) == pvc_header
@@ -428,5 +446,60 @@ def test_a_jobsets_claim_carries_data_from_one_step_to_the_next(tmp_path: Path) 
             volume = await client.get(VOLUMES, name=claim_obj["spec"]["volumeName"])
             directory = Path(volume["spec"]["hostPath"]["path"])
             assert (directory / "dataset").read_text() == "rows"
+
+    asyncio.run(body())
+
+
+class Recording(NoPull):
+    """A container runtime that records each start's ``Launch`` (and starts nothing)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.launches: dict[str, Launch] = {}
+
+    async def start(
+        self, target: Target, launch: Launch, env: Mapping[str, str], report: Report = no_report
+    ) -> Running:
+        self.launches[target.pod] = launch
+        raise StartError("StartError", "RunContainerError", "recorded")
+
+
+def test_the_container_runtime_gets_the_claim_read_only_and_the_downward_api(site: Site) -> None:
+    """What a container runtime is handed (the seam both runtimes share): the claim's
+    directory as the volume, ``ro`` on a read-only claim's mount, label and annotation
+    fieldRefs resolved in the pod's own env."""
+    runtime = Recording()
+
+    async def body() -> None:
+        client = HttpClient.from_kubeconfig(path=str(site.server.kubeconfig))
+        provisioner = LocalProvisioner(client=client, clock=LoopClock(), root=site.volumes)
+        task = asyncio.create_task(provisioner.run())
+        try:
+            async with local(site.server, site.logs, site.root, container_runtime=runtime) as env:
+                await env.create(claim("seen"), CLAIMS)
+                found = await bound(env, "seen")
+                manifest = using("boxed", "seen", "pass", read_only=True)
+                manifest["metadata"] |= {"labels": {"app": "a1"}, "annotations": {"note": "n1"}}
+                fields = {"APP": "metadata.labels['app']", "NOTE": "metadata.annotations['note']"}
+                manifest["spec"]["containers"][0]["env"] = [
+                    {"name": k, "valueFrom": {"fieldRef": {"fieldPath": v}}}
+                    for k, v in fields.items()
+                ]
+                await env.create(manifest)
+                await env.phase("boxed", "Failed")
+                volume = await get(env, VOLUMES, found["spec"]["volumeName"])
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await client.close()
+        launch = runtime.launches["boxed"]
+        assert launch.volumes["data"] == Path(volume["spec"]["hostPath"]["path"])
+        assert launch.spec["volumeMounts"] == [
+            {"name": "data", "mountPath": "/data", "readOnly": True}
+        ]
+        assert options.mounts(launch) == [
+            f"type=bind,source={launch.volumes['data']},destination=/data,ro=true"
+        ]
+        assert {k: launch.pod_env[k] for k in ("APP", "NOTE")} == {"APP": "a1", "NOTE": "n1"}
 
     asyncio.run(body())
