@@ -269,7 +269,7 @@ async def _serve_cluster(
     stop.install()
     state_dir = config.state_dir
     logging.getLogger(__name__).info("pods without workingDir start in %s", working_dir)
-    choice = await runtimes.choose(runtime, state_dir=state_dir)
+    choice = await runtimes.choose(runtime, state_dir=state_dir, keep=True)  # note 120
     logging.getLogger(__name__).info("%s", choice.line)
     if not config.operator:
         logging.getLogger(__name__).info("no embedded operator (--no-operator)")

@@ -21,6 +21,7 @@ one state directory cannot run: the second fails to take the lock.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import fcntl
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainop.cluster import privacy
-from trainop.cluster.kubelet.runtimes import supervised
+from trainop.cluster.kubelet.runtimes import containercli, containers, options, supervised
 from trainop.errors import TrainopError
 
 PID_FILE, READY_FILE, LOG_FILE = "trainop.pid", "ready", "trainop.log"
@@ -157,9 +158,15 @@ def down(state_dir: Path, *, timeout: float = 60.0) -> bool:
 
 
 def _reap(state_dir: Path) -> None:
-    """Stop the supervised containers no daemon follows any more (note 120)."""
+    """Stop the containers no daemon follows any more (note 120): supervised host processes,
+    and the Podman or Docker containers of this state directory."""
     with contextlib.suppress(OSError):
         supervised.reap_all(state_dir / PODS_DIR)
+    for kind, cli in containercli.CLIS.items():
+        if (state_dir / kind).is_dir() and shutil.which(kind):
+            runtime = containers.ContainerRuntime(cli(state_dir / kind), session="")
+            with contextlib.suppress(OSError):
+                asyncio.run(runtime.reap(by=options.STATE_LABEL, value=str(state_dir / kind)))
 
 
 def mark_ready(state_dir: Path) -> None:

@@ -36,13 +36,18 @@ class Choice:
         return f"runtime: {self.name} ({self.why})"
 
 
-async def choose(kind: str, *, state_dir: Path, job: dict[str, Any] | None = None) -> Choice:
+async def choose(
+    kind: str, *, state_dir: Path, job: dict[str, Any] | None = None, keep: bool = False
+) -> Choice:
     """The runtime for ``kind``, opened (``errors.TrainopError`` when podman was asked for and
-    does not work)."""
-    return await opened(await _choose(kind, state_dir=state_dir, job=job))
+    does not work); ``keep``: containers outlive this session and the next one on the same
+    state directory re-attaches to them (``trainop local up``'s daemon, note 120)."""
+    return await opened(await _choose(kind, state_dir=state_dir, job=job, keep=keep))
 
 
-async def _choose(kind: str, *, state_dir: Path, job: dict[str, Any] | None) -> Choice:
+async def _choose(
+    kind: str, *, state_dir: Path, job: dict[str, Any] | None, keep: bool = False
+) -> Choice:
     if kind == "process":
         return Choice(None, "process", "containers run as host processes")
     if kind in CONTAINER_RUNTIMES:
@@ -51,7 +56,7 @@ async def _choose(kind: str, *, state_dir: Path, job: dict[str, Any] | None) -> 
             raise errors.TrainopError(
                 f"--runtime {kind}: {kind} does not work here (make {ENV_TARGETS[kind]})"
             )
-        return Choice(_runtime(cli), kind, "asked for")
+        return Choice(_runtime(cli, keep), kind, "asked for")
     needy: list[str] = []  # without a job (``local up``): containers whenever one works
     if job is not None:
         needy = [name for name, container in _containers(job) if not container.get("command")]
@@ -61,15 +66,15 @@ async def _choose(kind: str, *, state_dir: Path, job: dict[str, Any] | None) -> 
         cli = containercli.CLIS[name](state_dir / name)
         if await containercli.works(cli):
             why = f"no command in {', '.join(needy)}" if needy else f"{name} works here"
-            return Choice(_runtime(cli), name, f"auto: {why}")
+            return Choice(_runtime(cli, keep), name, f"auto: {why}")
     return Choice(None, "process", "auto: neither podman nor docker works here")
 
 
 ENV_TARGETS = {"podman": "container-env", "docker": "docker-env"}  # what installs each
 
 
-def _runtime(cli: containercli.Cli) -> containers.ContainerRuntime:
-    return containers.ContainerRuntime(cli, session=secrets.token_hex(4))
+def _runtime(cli: containercli.Cli, keep: bool = False) -> containers.ContainerRuntime:
+    return containers.ContainerRuntime(cli, session=secrets.token_hex(4), keep=keep)
 
 
 async def opened(choice: Choice) -> Choice:

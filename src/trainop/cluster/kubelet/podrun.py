@@ -199,7 +199,8 @@ class PodRun:
         if not isinstance(self._runtime, runtime.Reattaching):
             return record
         target = dataclasses.replace(self._ctx.target(container), restart=record.restart_count)
-        found = await self._runtime.reattach(target, record.container_id)
+        log = self.sandbox.logs(container.name) / f"{record.restart_count}.log"
+        found = await self._runtime.reattach(target, record.container_id, log)
         if found is None:
             return record
         if isinstance(found, runtime.Exited):

@@ -129,16 +129,16 @@ def test_a_run_is_found_again_while_it_runs_and_after_it_ended(
     async def main() -> tuple[object, object, object]:
         first = await runtime.start(where, launch(code, tmp_path), {})
         del first  # the kubelet that started it is gone: its connection with it
-        again = await runtime.reattach(where, supervised.run_id(where))
+        again = await runtime.reattach(where, supervised.run_id(where), tmp_path / "log")
         assert again is not None
         assert not isinstance(again, Exited)
         go.touch()
         returned = await again.wait()
-        later = await runtime.reattach(where, supervised.run_id(where))
+        later = await runtime.reattach(where, supervised.run_id(where), tmp_path / "log")
         return again.pid, returned, later
 
-    pid, code, later = asyncio.run(main())
-    assert code == 7
+    pid, returned, later = asyncio.run(main())
+    assert returned == 7
     assert isinstance(later, Exited)
     assert later.returncode == 7
     assert not alive(int(str(pid)))
@@ -147,7 +147,7 @@ def test_a_run_is_found_again_while_it_runs_and_after_it_ended(
 def test_a_run_without_supervisor_or_exit_is_lost(tmp_path: Path, reaper: Reaper) -> None:
     runtime = supervised.SupervisedRuntime(tmp_path, reaper)
     where = target()
-    assert asyncio.run(runtime.reattach(where, supervised.run_id(where))) is None
+    assert asyncio.run(runtime.reattach(where, supervised.run_id(where), tmp_path / "log")) is None
 
 
 def test_removing_the_sandbox_ends_the_run(tmp_path: Path, reaper: Reaper) -> None:

@@ -30,7 +30,9 @@ rsh agent starts its ranks in the worker containers (``podman exec`` run by the 
 
 Everything created carries the session's labels (``options``); ``open`` removes what an
 earlier session left (one in the same state directory, or one whose process is gone: a
-SIGKILLed session), ``close`` removes what this one made.
+SIGKILLed session), ``close`` removes what this one made. With ``keep`` (``trainop local
+up``'s daemon, note 120) ``open`` adopts the earlier session of its state directory instead,
+and ``reattach`` finds its containers again (``containerreattach``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from trainop.cluster.kubelet.exec import execclient, sshclient
 from trainop.cluster.kubelet.runtimes import (
     cdi,
     containercli,
+    containerreattach,
     containerrun,
     images,
     options,
@@ -57,6 +60,7 @@ from trainop.cluster.kubelet.runtimes import (
 from trainop.cluster.kubelet.runtimes.network import SessionNetwork
 from trainop.cluster.kubelet.runtimes.options import EXEC_MOUNT, EXEC_SOCKET
 from trainop.cluster.kubelet.runtimes.runtime import (
+    Exited,
     Launch,
     Report,
     Running,
@@ -90,8 +94,10 @@ class ContainerRuntime:
         session: str,
         network: bool = True,
         cdi_dirs: Sequence[Path] = cdi.CDI_DIRS,
+        keep: bool = False,
     ) -> None:
         self._cli = cli
+        self._keep = keep  # adopt what an earlier session of this state directory left
         self._cdi_dirs = tuple(cdi_dirs)
         self.session = session
         self._want_network = network
@@ -129,8 +135,12 @@ class ContainerRuntime:
             return
         self._opened = True
         self._cli.write_conf()
+        adopted = await containerreattach.previous_session(self._cli) if self._keep else ""
+        if adopted:  # its containers may still run: they are re-attached (note 120)
+            self.session = self._network.session = adopted
+            self._network.adopting = True
         await self.reap_stale()
-        self.exec_dir = _exec_dir(self._cli.state_dir)
+        self.exec_dir = _exec_dir(self._cli.state_dir, keep=bool(adopted))
         if self._want_network:
             await self._network.create()
 
@@ -141,13 +151,15 @@ class ContainerRuntime:
             shutil.rmtree(self.exec_dir, ignore_errors=True)
 
     async def reap_stale(self) -> None:
-        """Remove what sessions that are gone (or used this state directory) left."""
+        """Remove what sessions that are gone (or used this state directory) left; a crashed
+        daemon's (``_kept``) stay for the next ``local up`` on its state directory."""
         label = f"label={options.SESSION_LABEL}"
         found = [*await self._cli.containers(label), *await self._cli.networks(label)]
         stale = set()
         for _, labels in found:
-            if labels.get(options.STATE_LABEL) == str(self._cli.state_dir) or not _alive(
-                labels.get(options.OWNER_LABEL, "")
+            state = str(labels.get(options.STATE_LABEL) or "")
+            if state == str(self._cli.state_dir) or not (
+                _alive(labels.get(options.OWNER_LABEL, "")) or _kept(state)
             ):
                 stale.add(str(labels.get(options.SESSION_LABEL)))
         stale.discard(self.session)
@@ -162,6 +174,17 @@ class ContainerRuntime:
             await self._cli.call(*self._cli.remove_words(*ids))
         for name, _ in await self._cli.networks(label):
             await self._cli.call(*self._cli.network_remove_words(name))
+
+    async def reattach(
+        self, target: Target, container_id: str, log: Path
+    ) -> Running | Exited | None:
+        """Run ``target.restart`` as an earlier session of this state directory left it
+        (``containerreattach``); None where this session adopted none (note 120)."""
+        del container_id  # the container's name says which run it is
+        if not self._network.adopting:
+            return None
+        name = options.container_name(self.session, target)
+        return await containerreattach.reattach(self._cli, name, log)
 
     async def prepare(self, target: Target, pod_spec: Mapping[str, Any], report: Report) -> str:
         """The pod's holder, made before its first container (``network.SessionNetwork``):
@@ -304,20 +327,29 @@ class ContainerRuntime:
         return [*words, *security, *limited, *cdi.device_options(launch.devices)]
 
 
-def _exec_dir(state_dir: Path) -> Path:
+def _exec_dir(state_dir: Path, *, keep: bool = False) -> Path:
     """A fresh directory with the exec and ssh clients, for ``EXEC_MOUNT``: under the state
-    directory, or a private temporary one where the socket's path would be too long."""
+    directory, or a private temporary one where the socket's path would be too long; ``keep``:
+    the same directory, not emptied (re-attached containers have it mounted)."""
     path = state_dir / "exec"
     if len(str(path / EXEC_SOCKET)) > _SOCKET_PATH_LIMIT:
         path = Path(tempfile.mkdtemp(prefix="trainop-exec-"))
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(mode=0o700, parents=True)
+    if not keep:
+        shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
     for source in (Path(execclient.__file__), Path(sshclient.__file__)):  # run by python3
         shutil.copyfile(source, path / source.name)
     ssh = path / "ssh"
     ssh.write_text(f'#!/bin/sh\nexec python3 -I -S {EXEC_MOUNT}/sshclient.py "$@"\n')
     ssh.chmod(0o755)
     return path
+
+
+def _kept(state: str) -> bool:
+    """Whether a session's containers wait for the next ``trainop local up`` on its state
+    directory (``<dir>/<runtime>``: the daemon's ``trainop.pid`` is there) to re-attach to
+    them (note 120), though the process that made them is gone."""
+    return bool(state) and (Path(state).parent / "trainop.pid").exists()
 
 
 def _alive(pid: str) -> bool:

@@ -40,6 +40,7 @@ class SessionNetwork:
         self._dns_held = False  # ``hold_dns``
         self._dns_lock = asyncio.Lock()
         self._holders: dict[str, str] = {}  # pod uid -> its holder container (``prepare``)
+        self.adopting = False  # an earlier session's network and holders are this one's
         self._pause_lock = asyncio.Lock()  # the holders' image, made once
         self._pause: str | None = None  # the holders' image ("" where none can be made)
 
@@ -48,6 +49,8 @@ class SessionNetwork:
         name = f"trainop-{self.session}"
         labels = options.session_labels(self.session, self._cli.state_dir)
         reply = await self._cli.call("network", "create", *labels, name)
+        if reply.code != 0 and self.adopting:  # the earlier session's, kept (note 120)
+            reply = await self._cli.call("network", "inspect", name)
         if reply.code == 0:
             self.name = name
             self.dns = await self._find_dns()
@@ -128,7 +131,9 @@ class SessionNetwork:
                 self._pause = await images.import_pause(self._cli)
             image = self._pause
         name = options.holder_name(self.session, target)
-        if image:
+        if self.adopting and await self._running(name):  # re-attached containers joined it
+            problem = ""
+        elif image:
             problem = await self._run_holder(name, image, target, pod_spec)
         else:
             problem = f"no {images.PAUSE_BINARY} on this machine to make {images.PAUSE_IMAGE} from"
@@ -152,6 +157,12 @@ class SessionNetwork:
         labels = [*pod, "--label", f"{options.HOLDER_LABEL}=true"]
         code = await self._cli.quiet("run", "--detach", "--name", name, *labels, *identity, image)
         return f"{self._cli.name} run of the holder exited {code}" if code else ""
+
+    async def _running(self, name: str) -> bool:
+        """Whether the container ``name`` runs (an adopted pod holder)."""
+        found = containercli.first_object(await self._cli.json(*self._cli.inspect_words(name)))
+        state = found.get("State")
+        return isinstance(state, dict) and str(state.get("Status") or "").lower() == "running"
 
     async def _address(self, name: str) -> str:
         """The container's address on the session network ("" where it shows none)."""

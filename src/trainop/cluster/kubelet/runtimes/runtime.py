@@ -176,9 +176,12 @@ class Exited:
 class Reattaching(Protocol):
     """A runtime whose runs outlive the kubelet (note 120): a restarted kubelet finds them."""
 
-    async def reattach(self, target: Target, container_id: str) -> Running | Exited | None:
-        """Run ``target.restart`` of the container (``container_id``, as recorded): still
-        running (its ``Running``), ended meanwhile (``Exited``), or lost (None)."""
+    async def reattach(
+        self, target: Target, container_id: str, log: Path
+    ) -> Running | Exited | None:
+        """Run ``target.restart`` of the container (``container_id``, as recorded; ``log``
+        the run's log file): still running (its ``Running``), ended meanwhile (``Exited``),
+        or lost (None)."""
         ...
 
 

@@ -248,9 +248,12 @@ class SupervisedRuntime:
         reader.feed_eof()
         return SupervisedProcess(0, container_id, reader, None, exited)
 
-    async def reattach(self, target: Target, container_id: str) -> Running | Exited | None:
+    async def reattach(
+        self, target: Target, container_id: str, log: Path
+    ) -> Running | Exited | None:
         """An earlier kubelet's run: live (its ``Running``), ended meanwhile (its ``Exited``),
-        or lost (None: no supervisor, no exit recorded)."""
+        or lost (None: no supervisor, no exit recorded). The supervisor writes ``log``."""
+        del log
         sandbox = Sandbox.of(self._root, target.namespace, target.pod, target.uid)
         exited = exit_path(sandbox, target.container, target.restart)
         running = await attach(container_id or run_id(target), exited)
