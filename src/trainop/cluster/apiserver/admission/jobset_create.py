@@ -74,7 +74,7 @@ def create_causes(obj: Mapping[str, Any]) -> list[Cause]:
     found += _manager_causes(rules.child(spec, "managedBy"))
     found += _replicated_job_causes(name, jobs)
     known = [str(job.get("name")) for job in jobs]
-    for target in rules.child(rules.child(spec, "successPolicy"), "targetReplicatedJobs") or []:
+    for target in _listed(rules.child(rules.child(spec, "successPolicy"), "targetReplicatedJobs")):
         if target not in known:
             found.append(
                 _internal(
@@ -155,6 +155,11 @@ def _replicated_job_causes(name: str, jobs: list[Mapping[str, Any]]) -> list[Cau
     return found
 
 
+def _listed(value: object) -> list[Any]:
+    """The items of a list field (anything else: none; the schema reports it)."""
+    return value if isinstance(value, list) else []
+
+
 def _int(value: object, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
@@ -188,7 +193,7 @@ def _failure_policy_causes(policy: Any, known: list[str]) -> list[Cause]:
             found.append(
                 _internal(f"invalid failure policy rule name '{rule_name}', {_RULE_NAME_DETAIL}")
             )
-        for target in rule.get("targetReplicatedJobs") or []:
+        for target in _listed(rule.get("targetReplicatedJobs")):
             if target not in known:
                 found.append(
                     _internal(
@@ -196,7 +201,7 @@ def _failure_policy_causes(policy: Any, known: list[str]) -> list[Cause]:
                         "does not appear in .spec.ReplicatedJobs"
                     )
                 )
-        for reason in rule.get("onJobFailureReasons") or []:
+        for reason in _listed(rule.get("onJobFailureReasons")):
             if reason not in _REASONS:
                 found.append(
                     _internal(

@@ -72,9 +72,9 @@ def default(obj: dict[str, Any]) -> None:
         pod = _dict_at(job, "template", "spec")
         if not pod.get("restartPolicy"):
             pod["restartPolicy"] = "OnFailure"
-    network = spec.get("network")
-    if not isinstance(network, dict):
-        network = spec["network"] = {}
+    if spec.get("network") is None:
+        spec["network"] = {}
+    network = spec["network"] if isinstance(spec["network"], dict) else {}
     for key in ("enableDNSHostnames", "publishNotReadyAddresses"):
         if network.get(key) is None:
             network[key] = True
