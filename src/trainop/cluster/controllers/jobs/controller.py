@@ -103,6 +103,7 @@ class LocalJobController:
         """One pass over every cached Job, then the orphans (errors are logged; the next pass
         retries)."""
         jobs = self._jobs.items()
+        self._forget_gone({str(j["metadata"].get("uid")) for j in jobs})
         for cached in jobs:
             job = self._latest(cached)
             uid = str(job["metadata"].get("uid") or "")
@@ -139,6 +140,14 @@ class LocalJobController:
             for n, at in unseen.items()
             if n not in names and now < at + timedelta(seconds=UNSEEN_SECONDS)
         }
+
+    def _forget_gone(self, job_uids: set[str]) -> None:
+        """Drop the memory of Jobs that are gone and of finalizer removals that took."""
+        for memory in (self._written, self._settled, self._unseen):
+            for uid in [u for u in memory if u not in job_uids]:
+                del memory[uid]
+        for uid in [u for u in self._timers if u not in job_uids]:
+            self._timers.pop(uid).cancel()
         self._stripping &= {model.uid_of(p) for p in self._pods.items() if model.is_tracked(p)}
 
     async def _apply(self, job: Obj, decision: Step) -> None:

@@ -8,7 +8,8 @@ min(completions - succeeded, parallelism)``. Active pods without a valid index, 
 out of range, or duplicating another pod's index are deleted first (the least advanced of
 duplicates), and a sync that deletes them creates nothing. NonIndexed: ``wanted`` is
 ``min(completions - succeeded, parallelism)``, or ``parallelism`` until the first success
-when ``completions`` is unset (then what runs is left running). Extra active pods are deleted, least advanced first.
+when ``completions`` is unset (then what runs is left running). Extra active pods are
+deleted, least advanced first.
 Neighbours: ``model`` (pod facts), ``step`` (uses ``Plan``).
 """
 
