@@ -80,6 +80,23 @@ def test_a_claim_of_no_class_ours_stays_pending(classes: dict[str, Obj], class_n
     assert (step.create, step.bind, step.status) == (None, "", None)
 
 
+def test_a_claim_without_any_class_is_given_the_newest_default_first() -> None:
+    classless = claim()
+    del classless["spec"]["storageClassName"]
+
+    def made(name: str, stamp: str) -> Obj:
+        meta = {**binding.default_class()["metadata"], "name": name, "creationTimestamp": stamp}
+        return {**binding.default_class(), "metadata": meta}
+
+    classes = {"older": made("older", "2020-01-01T00:00:00Z"),
+               "standard": made("standard", "2021-01-01T00:00:00Z")}  # fmt: skip
+    step = binding.claim_step(classless, {}, classes, directory=DIRECTORY)
+    assert (step.assign_class, step.create, step.bind) == ("standard", None, "")
+    assert binding.claim_step(classless, {}, {}, directory=DIRECTORY).assign_class == ""
+    none_wanted = claim(storageClassName="")  # "": volumes made by hand only
+    assert binding.claim_step(none_wanted, {}, CLASSES, directory=DIRECTORY).assign_class == ""
+
+
 def test_a_block_claim_gets_no_directory_but_a_warning() -> None:
     step = binding.claim_step(claim(volumeMode="Block"), {}, CLASSES, directory=DIRECTORY)
     assert (step.create, step.bind, step.status) == (None, "", None)

@@ -3,6 +3,9 @@
 ``claim_step`` decides for one claim that is not being deleted, given the volumes and
 classes known:
 
+- no class at all (``storageClassName`` absent, not even ``""``): the default class is given
+  to it (kube's retroactive default class, for a claim made before a default existed);
+
 - bound both ways (``spec.volumeName`` set, the volume's ``claimRef`` is this claim): its
   status says ``Bound`` with the volume's capacity and access modes;
 - ``spec.volumeName`` naming a volume that no longer exists: ``Lost``, as kube says;
@@ -42,6 +45,7 @@ BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 STORAGE_PROVISIONER = ("volume.kubernetes.io/storage-provisioner",
                        "volume.beta.kubernetes.io/storage-provisioner")  # fmt: skip
 DEFAULT_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+BETA_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 _TERMINAL = ("Succeeded", "Failed")
 
 
@@ -59,10 +63,26 @@ def default_class() -> Obj:
     }
 
 
+def default_class_of(classes: Mapping[str, Obj]) -> str:
+    """The newest class marked default ("" when none is), as kube chooses it."""
+    marked = [
+        c for c in classes.values()
+        if (_meta(c).get("annotations") or {}).get(DEFAULT_ANNOTATION) == "true"
+    ]  # fmt: skip
+    if not marked:
+        return ""
+    newest = max(
+        marked,
+        key=lambda c: (str(_meta(c).get("creationTimestamp") or ""), str(_meta(c).get("name"))),
+    )
+    return str(_meta(newest).get("name") or "")
+
+
 @dataclass(slots=True)
 class ClaimStep:
     """What to do for one claim: create a volume, bind one (both sides), write status."""
 
+    assign_class: str = ""  # the default class, for a claim that names none (yet)
     create: Obj | None = None  # a new volume, already pointing at the claim
     bind: str = ""  # the volume to bind the claim to (``spec.volumeName`` and ``claimRef``)
     status: Obj | None = None  # the claim's new status
@@ -148,10 +168,15 @@ def claim_step(
         wanted = bound_status(volume)
         same = all(status.get(k) == v for k, v in wanted.items())
         return ClaimStep(status=None if same else wanted)
+    class_name = spec.get("storageClassName")
+    annotations = _meta(claim).get("annotations") or {}
+    if class_name is None and BETA_CLASS_ANNOTATION not in annotations:
+        default = default_class_of(classes)
+        if default:
+            return ClaimStep(assign_class=default)
     match = best_match(claim, volumes.values())
     if match is not None:
         return ClaimStep(bind=str(_meta(match)["name"]), status=bound_status(match))
-    class_name = spec.get("storageClassName")
     chosen = classes.get(str(class_name)) if class_name else None
     if chosen is None or chosen.get("provisioner") != PROVISIONER:
         return ClaimStep()

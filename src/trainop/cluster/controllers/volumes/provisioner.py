@@ -68,10 +68,10 @@ class LocalProvisioner:
     async def run(self) -> None:
         """Provision and reclaim until cancelled."""
         tasks = [asyncio.create_task(i.run()) for i in self._informers]
-        claimer = JobSetClaimer(client=self._client, clock=self._clock, events=self.events)
-        tasks.append(asyncio.create_task(claimer.run(), name="jobset-claims"))
         try:
-            await self._ensure_default_class()
+            await self._ensure_default_class()  # before any claim of a JobSet is made
+            claimer = JobSetClaimer(client=self._client, clock=self._clock, events=self.events)
+            tasks.append(asyncio.create_task(claimer.run(), name="jobset-claims"))
             for informer in self._informers:
                 await informer.synced.wait()
             while True:
@@ -122,6 +122,10 @@ class LocalProvisioner:
         directory = str(directories.path_for(self._root, name))
         step = binding.claim_step(claim, volumes, classes, directory=directory)
         namespace, claim_name = _key(claim)
+        if step.assign_class:  # kube's retroactive default class
+            patch = {"spec": {"storageClassName": step.assign_class}}
+            await self._client.patch(CLAIMS, name=claim_name, namespace=namespace, patch=patch)
+            return
         if step.create is not None:
             directories.create(self._root, name)
             # AlreadyExists: made by an earlier pass whose watch event has not arrived
