@@ -101,13 +101,17 @@ def read_only_copy(target: Path, source: Path) -> Path:
     if os.path.lexists(target):
         return target
     privacy.private_dirs(target.parent)
-    shutil.copytree(source, target, symlinks=True)
-    for directory, subdirs, files in os.walk(target, topdown=False):
+    partial = target.with_name(f"{target.name}.partial")  # an interrupted copy is redone
+    writable(partial)
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(source, partial, symlinks=True)
+    for directory, subdirs, files in os.walk(partial, topdown=False):
         for entry in [*files, *subdirs]:
             path = os.path.join(directory, entry)
             if not os.path.islink(path):
                 os.chmod(path, os.stat(path).st_mode & ~0o222)
         os.chmod(directory, os.stat(directory).st_mode & ~0o222)
+    os.rename(partial, target)
     return target
 
 
