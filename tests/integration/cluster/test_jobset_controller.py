@@ -671,6 +671,22 @@ def test_a_plain_jobset_applied_with_kubectl_is_accepted_with_defaults(
     assert js["spec"]["replicatedJobs"][0]["groupName"] == "default"
     assert js["spec"]["replicatedJobs"][0]["template"]["spec"]["completionMode"] == "Indexed"
     kube.until_jobs(["plain-workers-0", "plain-workers-1"])
+    listed = subprocess.run(
+        [binary, "get", "jobsets", "-n", kube.ns],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=True,
+    )
+    assert listed.stdout.split()[:6] == [
+        "NAME",
+        "TERMINALSTATE",
+        "RESTARTS",
+        "COMPLETED",
+        "SUSPENDED",
+        "AGE",
+    ]
 
 
 def _sim_job(
