@@ -503,3 +503,33 @@ def test_the_container_runtime_gets_the_claim_read_only_and_the_downward_api(sit
         assert {k: launch.pod_env[k] for k in ("APP", "NOTE")} == {"APP": "a1", "NOTE": "n1"}
 
     asyncio.run(body())
+
+
+def test_two_claims_never_share_one_volume_made_by_hand(site: Site, tmp_path: Path) -> None:
+    async def body() -> None:
+        async with cluster(site) as env:
+            name = f"only-{env.namespace}"
+            spec = {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": "", "hostPath": {"path": str(tmp_path)}}  # fmt: skip
+            manual = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name}}
+            await env.client.create(VOLUMES, {**manual, "spec": spec})
+            await until(env, VOLUMES, name, lambda v: v["status"]["phase"] == "Available", "free")
+            await asyncio.gather(
+                *(env.create(claim(n, storageClassName=""), CLAIMS) for n in ("one", "two"))
+            )
+            taken = await until(env, VOLUMES, name, lambda v: v["status"]["phase"] == "Bound", "b")
+            winner = taken["spec"]["claimRef"]["name"]
+            loser = "two" if winner == "one" else "one"
+            await bound(env, winner)
+            await env.client.delete(CLAIMS, name=winner, namespace=env.namespace)
+            await gone(env, CLAIMS, winner)  # a volume made by hand is Retain: Released, not free
+            released = await until(
+                env, VOLUMES, name, lambda v: v["status"]["phase"] == "Released", "released"
+            )
+            assert released["spec"]["claimRef"]["name"] == winner
+            left = await get(env, CLAIMS, loser)
+            assert left["status"]["phase"] == "Pending"
+            assert not left["spec"].get("volumeName")
+            await env.client.delete(VOLUMES, name=name)
+
+    asyncio.run(body())

@@ -132,7 +132,8 @@ class LocalProvisioner:
             with contextlib.suppress(errors.AlreadyExistsError):
                 await self._client.create(VOLUMES, step.create)
         if step.bind:
-            await self._bind_volume(step.bind, claim)
+            if not await self._bind_volume(step.bind, claim):
+                return  # another claim took it first: the next pass looks again
             patch = _bound_patch(claim, step)
             if patch:
                 await self._client.patch(CLAIMS, name=claim_name, namespace=namespace, patch=patch)
@@ -147,19 +148,28 @@ class LocalProvisioner:
         if step.event is not None:
             self.events.record_nowait(ObjectRef.of(claim), *step.event)
 
-    async def _bind_volume(self, name: str, claim: Obj) -> None:
-        """Point the volume's ``claimRef`` at ``claim`` (if it does not already)."""
+    async def _bind_volume(self, name: str, claim: Obj) -> bool:
+        """Point the volume's ``claimRef`` at ``claim`` (if it does not already); False when
+        it names another claim (read fresh: two claims of one pass may want one volume)."""
         volume = await self._client.get(VOLUMES, name=name)
-        if not binding.refers_to(volume, claim) or not (volume["spec"].get("claimRef") or {}).get(
-            "uid"
-        ):
-            await self._client.patch(
-                VOLUMES, name=name, patch={"spec": {"claimRef": binding.claim_ref(claim)}}
-            )
+        ref = volume["spec"].get("claimRef") or {}
+        if ref and not binding.refers_to(volume, claim):
+            return False
+        if not ref.get("uid"):  # a compare-and-swap on resourceVersion: no lost race
+            rv = volume["metadata"].get("resourceVersion")
+            patch = {
+                "metadata": {"resourceVersion": rv},
+                "spec": {"claimRef": binding.claim_ref(claim)},
+            }
+            try:
+                await self._client.patch(VOLUMES, name=name, patch=patch)
+            except errors.ConflictError:
+                return False
         if (volume.get("status") or {}).get("phase") != "Bound":
             await self._client.patch(
                 VOLUMES, name=name, patch={"status": {"phase": "Bound"}}, subresource="status"
             )
+        return True
 
     async def _release(self, claim: Obj, used: set[tuple[str, str]]) -> None:
         finalizers = list(claim["metadata"].get("finalizers") or [])
