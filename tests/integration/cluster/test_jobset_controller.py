@@ -8,7 +8,7 @@ controller here: the test writes child Job status itself, as JobSet's own integr
 do (``completeJob``, ``failJob``, ``readyJob`` of spec section 4).
 
 Expected values are the JobSet spec's golden cases (section 4): G1-G3 (names, labels, the
-headless Service), G6-G13, G14 (admission); fixture ``testJobSet``: ``replicated-job-a`` (1
+headless Service), G5-G13, G14 (admission); fixture ``testJobSet``: ``replicated-job-a`` (1
 replica) + ``replicated-job-b`` (3), success policy All, DNS hostnames on.
 """
 
@@ -754,3 +754,35 @@ def test_in_a_local_session_with_the_job_controller_and_a_kubelet(tmp_path: Path
             assert attempts == {"1"}  # the first attempt's Job and pods are gone
 
     asyncio.run(body())
+
+
+def test_g2_subdomain_and_coordinator(kube: Kube) -> None:
+    coordinator = {"replicatedJob": "replicated-job-b", "jobIndex": 1, "podIndex": 0}
+    network = {"enableDNSHostnames": True, "subdomain": "custom"}
+    kube.create(test_jobset(network=network, coordinator=coordinator))
+    jobs = kube.until_jobs(ALL4)
+    endpoint = "test-js-replicated-job-b-1-0.custom"
+    for job in jobs.values():
+        assert job["metadata"]["labels"][P + "coordinator"] == endpoint
+        assert job["spec"]["template"]["metadata"]["annotations"][P + "coordinator"] == endpoint
+        assert job["spec"]["template"]["spec"]["subdomain"] == "custom"
+    kube.until(lambda: _service(kube, "custom"), "the Service named after the subdomain")
+
+
+def test_g5_restart_ignoring_max_restarts(kube: Kube) -> None:
+    rule = {"name": "always", "action": "RestartJobSetAndIgnoreMaxRestarts"}
+    kube.create(test_jobset(failurePolicy={"maxRestarts": 0, "rules": [rule]}))
+    kube.until_jobs(ALL4, restart_attempt="0")
+    kube.fail(A0)
+    kube.until_jobs(ALL4, restart_attempt="1")
+    kube.fail("test-js-replicated-job-b-0")
+    kube.until_jobs(ALL4, restart_attempt="2")
+    js = kube.until_condition("RestartingJobSet")
+    status = js["status"]
+    assert (status["restarts"], status.get("restartsCountTowardsMax", 0)) == (2, 0)
+    restarting = next(x for x in status["conditions"] if x["type"] == "RestartingJobSet")
+    assert restarting["reason"] == "FailurePolicy_always"
+    assert restarting["message"] == (
+        "applying RestartJobSetAndIgnoreMaxRestarts failure policy action "
+        "(first failed job: test-js-replicated-job-b-0)"
+    )
