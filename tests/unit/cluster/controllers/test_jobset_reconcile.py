@@ -19,6 +19,7 @@ from tests.unit.cluster.controllers.jobset_fixtures import (
     replicated,
 )
 from trainop.cluster.controllers.jobset.reconcile import Plan, reconcile
+from trainop.cluster.controllers.jobset.suspension import resume_patch
 
 ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
 
@@ -322,3 +323,59 @@ def test_a_jobset_without_webhook_defaults_does_not_crash() -> None:
     a0, a1 = all_jobs(js)
     assert _pass(js, [complete(a0), complete(a1)]).status["terminalState"] == "Completed"  # type: ignore[index]
     assert by_name([a0, a1], "bare-a-1") is a1
+
+
+def test_in_order_resume_unsuspends_one_replicated_job_at_a_time() -> None:
+    js = fixture_jobset(suspend=True, startupPolicy={"startupPolicyOrder": "InOrder"})
+    plan = _pass(js, [])
+    assert len(plan.create_jobs) == 4  # suspended: InOrder bypassed, every Job made at once
+    assert plan.status is not None
+    assert cond(plan.status, "StartupPolicyInProgress") is None
+    js["spec"]["suspend"] = False
+    a, b0, b1, b2 = all_jobs(js)
+    for job in (a, b0, b1, b2):
+        job["spec"]["suspend"] = True
+    assert [name for name, _ in _pass(js, [a, b0, b1, b2]).patch_jobs] == [a["metadata"]["name"]]
+    a_ready = ready(dict(a, spec={**a["spec"], "suspend": False}))
+    names = [name for name, _ in _pass(js, [a_ready, b0, b1, b2]).patch_jobs]
+    assert names == [j["metadata"]["name"] for j in (b0, b1, b2)]
+
+
+def test_resume_patch_merges_the_current_template() -> None:
+    job = {
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"keep": "1", "team": "old"}},
+                "spec": {
+                    "tolerations": [{"key": "a"}],
+                    "nodeSelector": {"zone": "a", "disk": "ssd"},
+                },
+            }
+        }
+    }
+    template = {
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"team": "new"}},
+                "spec": {
+                    "tolerations": [{"key": "b"}, {"key": "a"}],
+                    "nodeSelector": {"zone": "b"},
+                    "schedulingGates": [{"name": "kueue"}],
+                },
+            }
+        }
+    }
+    assert resume_patch(job, template) == {
+        "spec": {
+            "suspend": False,
+            "template": {
+                "metadata": {"labels": {"keep": "1", "team": "new"}},
+                "spec": {
+                    "nodeSelector": {"zone": "b", "disk": "ssd"},
+                    "tolerations": [{"key": "a"}, {"key": "b"}],
+                    "schedulingGates": [{"name": "kueue"}],
+                },
+            },
+        }
+    }
+    assert resume_patch(job, {}) == {"spec": {"suspend": False}}
