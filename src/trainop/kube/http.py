@@ -1,9 +1,11 @@
 """``HttpClient``: the ``Client`` protocol over HTTP, for real and embedded API servers.
 
 lightkube does what it does well here — reading kubeconfig files and in-cluster service
-account configuration, authentication, TLS — and hands us a configured ``httpx2.AsyncClient``.
-TLS verification uses the kubeconfig's ``certificate-authority-data`` (or file), as the local
-API server's kubeconfig provides; a server whose certificate does not verify is unreachable.
+account configuration, authentication, TLS — and hands us its ``SSLContext`` and ``httpx2.Auth``,
+which ``from_kubeconfig`` gives to an ``AiohttpTransport`` (``kube.transport``: a quarter of
+httpx2's CPU per request); tests may pass an ``httpx2.AsyncClient`` instead. TLS verification
+uses the kubeconfig's ``certificate-authority-data`` (or file), as the local API server's
+kubeconfig provides; a server whose certificate does not verify is unreachable.
 On top of it this module sends plain REST calls and decodes JSON into dicts: no model classes
 on the hot path (DESIGN §12). Failures become ``trainop.errors`` through ``kube.status``, the one
 mapping; transport failures become ``UnreachableError``. Watches request bookmarks and surface
@@ -32,6 +34,7 @@ from trainop import errors
 from trainop.kube.client import JsonPatch, Obj, ObjectList, PatchType, WatchEvent
 from trainop.kube.resources import PODS, Resource
 from trainop.kube.status import error_from_status
+from trainop.kube.transport import AiohttpTransport, HttpxTransport, Transport, TransportError
 
 _PATCH_CONTENT_TYPES = {
     "merge": "application/merge-patch+json",
@@ -53,19 +56,19 @@ def _ignore_response(code: str, method: str, host: str, seconds: float) -> None:
 
 
 class HttpClient:
-    """A Kubernetes API client speaking JSON over an injected ``httpx2.AsyncClient``."""
+    """A Kubernetes API client speaking JSON over a ``Transport`` (or an ``httpx2.AsyncClient``)."""
 
     def __init__(
         self,
-        http: httpx2.AsyncClient,
+        http: httpx2.AsyncClient | Transport,
         *,
         on_request: RequestHook = _ignore,
         on_response: ResponseHook = _ignore_response,
     ) -> None:
-        self._http = http
+        self._transport = HttpxTransport(http) if isinstance(http, httpx2.AsyncClient) else http
         self._on_request = on_request
         self._on_response = on_response
-        self._host = http.base_url.netloc.decode("ascii", errors="replace")
+        self._host = self._transport.host
 
     @classmethod
     def from_kubeconfig(
@@ -80,13 +83,17 @@ class HttpClient:
         try:
             loaded = KubeConfig.from_file(path) if path else KubeConfig.from_env()
             config = loaded.get(context_name=context)
+            if config is None:
+                raise errors.UnreachableError(
+                    f"no Kubernetes context {context!r} in the configuration"
+                )
+            params = client_adapter.ConnectionParams().httpx_params(config)
         except (ConfigError, OSError, ValueError, KeyError, yaml.YAMLError) as exc:
             raise errors.UnreachableError(f"cannot load Kubernetes configuration: {exc}") from exc
-        if config is None:
-            raise errors.UnreachableError(f"no Kubernetes context {context!r} in the configuration")
-        params = client_adapter.ConnectionParams(timeout=httpx2.Timeout(30.0))
-        http = client_adapter.AsyncClient(config, params)
-        return cls(http, on_request=on_request, on_response=on_response)
+        transport = AiohttpTransport(
+            str(params["base_url"]), ssl_context=params["verify"], auth=params["auth"]
+        )
+        return cls(transport, on_request=on_request, on_response=on_response)
 
     async def get(
         self, resource: Resource, *, name: str, namespace: str | None = None, subresource: str = ""
@@ -221,28 +228,25 @@ class HttpClient:
 
     async def _lines(self, path: str, params: dict[str, str], *, what: str) -> AsyncIterator[str]:
         """The lines of a streamed GET (no read timeout); errors mapped like every call."""
-        timeout = httpx2.Timeout(30.0, read=None)
-        request = self._http.build_request("GET", path, params=params, timeout=timeout)
         started = time.perf_counter()
         try:
-            response = await self._http.send(request, stream=True)
-        except httpx2.TransportError as exc:
+            stream = await self._transport.stream(path, params)
+        except TransportError as exc:
             self._answered("<error>", "GET", started)
             raise errors.UnreachableError(f"{what}: {exc}") from exc
-        self._answered(str(response.status_code), "GET", started)
+        self._answered(str(stream.status), "GET", started)
         try:
-            if response.status_code >= 400:
-                await response.aread()
-                raise error_from_status(response.status_code, _json(response.content), what=what)
-            async for line in _split_lines(response.aiter_bytes()):
+            if stream.status >= 400:
+                raise error_from_status(stream.status, _json(await stream.read()), what=what)
+            async for line in _split_lines(stream.chunks()):
                 yield line
-        except httpx2.TransportError as exc:
+        except TransportError as exc:
             raise errors.UnreachableError(f"{what}: {exc}") from exc
         finally:
-            await response.aclose()
+            await stream.close()
 
     async def close(self) -> None:
-        await self._http.aclose()
+        await self._transport.close()
 
     def _answered(self, code: str, method: str, started: float) -> None:
         self._on_response(code, method, self._host, time.perf_counter() - started)
@@ -263,16 +267,16 @@ class HttpClient:
         all_headers = {"Content-Type": "application/json", **(headers or {})}
         started = time.perf_counter()
         try:
-            response = await self._http.request(
-                method, path, content=content, params=params, headers=all_headers
+            answer = await self._transport.request(
+                method, path, params=params, headers=all_headers, body=content
             )
-        except httpx2.TransportError as exc:
+        except TransportError as exc:
             self._answered("<error>", method, started)
             raise errors.UnreachableError(f"{verb} {resource.plural}: {exc}") from exc
-        self._answered(str(response.status_code), method, started)
-        decoded = _json(response.content)
-        if response.status_code >= 400:
-            raise error_from_status(response.status_code, decoded, what=f"{verb} {path}")
+        self._answered(str(answer.status), method, started)
+        decoded = _json(answer.body)
+        if answer.status >= 400:
+            raise error_from_status(answer.status, decoded, what=f"{verb} {path}")
         return decoded if isinstance(decoded, dict) else {}
 
 

@@ -1,0 +1,279 @@
+"""Transports under ``HttpClient``: how the bytes of one request reach the API server and back.
+
+``HttpClient`` builds every request itself (method, path, query, headers, JSON body) and hands
+the bytes to a ``Transport``; the transport only moves them. Two exist:
+
+- ``AiohttpTransport``, what ``HttpClient.from_kubeconfig`` uses: aiohttp's client (already a
+  dependency for the servers), about 0.25 ms of CPU per request where httpx2 + httpcore2 spend
+  1.2 to 1.5 ms (measured on this machine: 4,000 POSTs of a pod, 4 concurrent tasks, keep-alive),
+  which made httpx most of the operator's CPU (docs/benchmarks.md, Controller). Connections are
+  kept alive and reused; the session is made on first use, inside the running event loop.
+  TLS and credentials come from lightkube's reading of the kubeconfig: its ``SSLContext`` (CA,
+  client certificate) and its ``httpx2.Auth``, whose flow is asked once for the
+  ``Authorization`` header and again after a 401 (a rotated token file, an exec plugin).
+- ``HttpxTransport``, over an injected ``httpx2.AsyncClient`` (tests inject mock transports).
+
+``AiohttpTransport`` encodes the query with ``urllib.parse.urlencode``, as httpx2 encodes
+``params``, so both transports send the same request line. Transport failures (refused or dropped
+connections, timeouts) are raised as ``TransportError`` for ``HttpClient`` to map.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol
+from urllib.parse import urlencode
+
+import aiohttp
+import httpx2
+from yarl import URL
+
+_TIMEOUT_S = 30.0  # connect and read, as the httpx2 client lightkube configures (30 s)
+_UNAUTHORIZED = 401
+
+
+class TransportError(Exception):
+    """No answer: the connection failed, dropped or timed out."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A complete answer: its status code and body."""
+
+    status: int
+    body: bytes
+
+
+class Stream(Protocol):
+    """A streamed answer (watch, logs): its status, then its body in chunks."""
+
+    status: int
+
+    async def read(self) -> bytes: ...
+
+    def chunks(self) -> AsyncIterator[bytes]: ...
+
+    async def close(self) -> None: ...
+
+
+class Transport(Protocol):
+    """Moves one request's bytes; see the module docstring."""
+
+    host: str
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None,
+        headers: dict[str, str],
+        body: bytes | None,
+    ) -> Answer: ...
+
+    async def stream(self, path: str, params: dict[str, str]) -> Stream: ...
+
+    async def close(self) -> None: ...
+
+
+class _HttpxStream:
+    def __init__(self, response: httpx2.Response) -> None:
+        self._response = response
+        self.status = response.status_code
+
+    async def read(self) -> bytes:
+        try:
+            return await self._response.aread()
+        except httpx2.TransportError as exc:
+            raise TransportError(str(exc)) from exc
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._response.aiter_bytes():
+                yield chunk
+        except httpx2.TransportError as exc:
+            raise TransportError(str(exc)) from exc
+
+    async def close(self) -> None:
+        await self._response.aclose()
+
+
+class HttpxTransport:
+    """A ``Transport`` over an ``httpx2.AsyncClient`` (its base URL, TLS and auth)."""
+
+    def __init__(self, http: httpx2.AsyncClient) -> None:
+        self._http = http
+        self.host = http.base_url.netloc.decode("ascii", errors="replace")
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None,
+        headers: dict[str, str],
+        body: bytes | None,
+    ) -> Answer:
+        try:
+            response = await self._http.request(
+                method, path, content=body, params=params, headers=headers
+            )
+        except httpx2.TransportError as exc:
+            raise TransportError(str(exc)) from exc
+        return Answer(response.status_code, response.content)
+
+    async def stream(self, path: str, params: dict[str, str]) -> Stream:
+        timeout = httpx2.Timeout(_TIMEOUT_S, read=None)
+        request = self._http.build_request("GET", path, params=params, timeout=timeout)
+        try:
+            return _HttpxStream(await self._http.send(request, stream=True))
+        except httpx2.TransportError as exc:
+            raise TransportError(str(exc)) from exc
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+
+class _AiohttpStream:
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
+        self.status = response.status
+
+    async def read(self) -> bytes:
+        try:
+            return await self._response.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise TransportError(_describe(exc)) from exc
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._response.content.iter_any():
+                yield chunk
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise TransportError(_describe(exc)) from exc
+
+    async def close(self) -> None:
+        self._response.close()  # a stream read part-way: its connection is not reused
+
+
+class AuthHeader:
+    """The ``Authorization`` header an ``httpx2.Auth`` flow gives, asked once, renewed on 401."""
+
+    def __init__(self, auth: httpx2.Auth | None) -> None:
+        self._auth = auth
+        self._value: str | None = None
+        self._asked = auth is None
+
+    async def headers(self) -> dict[str, str]:
+        if not self._asked:
+            self._value = await self._ask(None)
+            self._asked = True
+        return {"Authorization": self._value} if self._value else {}
+
+    async def renew(self) -> bool:
+        """After a 401: a new header from the flow; False when it has none to offer."""
+        if self._auth is None:
+            return False
+        value = await self._ask(_UNAUTHORIZED)
+        if value is None:
+            return False
+        self._value = value
+        return True
+
+    async def _ask(self, status: int | None) -> str | None:
+        assert self._auth is not None
+        flow = self._auth.async_auth_flow(httpx2.Request("GET", "https://kubernetes.invalid/"))
+        try:
+            sent = await flow.__anext__()
+            if status is not None:
+                sent = await flow.asend(httpx2.Response(status, request=sent))
+        except StopAsyncIteration:
+            return None
+        finally:
+            await flow.aclose()
+        return sent.headers.get("Authorization")
+
+
+class AiohttpTransport:
+    """A ``Transport`` over aiohttp's client; see the module docstring."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        auth: httpx2.Auth | None = None,
+        trust_env: bool = True,
+    ) -> None:
+        self._base = base_url.rstrip("/")
+        self.host = URL(self._base).raw_authority
+        self._ssl = ssl_context
+        self._auth = AuthHeader(auth)
+        self._trust_env = trust_env
+        self._session: aiohttp.ClientSession | None = None
+        self._timeout = aiohttp.ClientTimeout(total=None, connect=_TIMEOUT_S, sock_read=_TIMEOUT_S)
+        self._stream_timeout = aiohttp.ClientTimeout(total=None, connect=_TIMEOUT_S)
+
+    def _url(self, path: str, params: dict[str, str] | None) -> URL:
+        query = f"?{urlencode(params)}" if params else ""
+        return URL(f"{self._base}{path}{query}", encoded=True)
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            connector = aiohttp.TCPConnector(ssl=self._ssl if self._ssl is not None else True)
+            self._session = aiohttp.ClientSession(
+                connector=connector, trust_env=self._trust_env, timeout=self._timeout
+            )
+        return self._session
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None,
+        headers: dict[str, str],
+        body: bytes | None,
+    ) -> Answer:
+        url = self._url(path, params)
+        answer = await self._send(method, url, headers, body)
+        if answer.status == _UNAUTHORIZED and await self._auth.renew():
+            answer = await self._send(method, url, headers, body)
+        return answer
+
+    async def _send(
+        self, method: str, url: URL, headers: dict[str, str], body: bytes | None
+    ) -> Answer:
+        all_headers = {**headers, **await self._auth.headers()}
+        try:
+            async with self._client().request(
+                method, url, data=body, headers=all_headers
+            ) as response:
+                return Answer(response.status, await response.read())
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise TransportError(_describe(exc)) from exc
+
+    async def stream(self, path: str, params: dict[str, str]) -> Stream:
+        url = self._url(path, params)
+        for attempt in range(2):
+            try:
+                response = await self._client().get(
+                    url, headers=await self._auth.headers(), timeout=self._stream_timeout
+                )
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                raise TransportError(_describe(exc)) from exc
+            if response.status != _UNAUTHORIZED or attempt or not await self._auth.renew():
+                return _AiohttpStream(response)
+            response.close()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+def _describe(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
