@@ -354,6 +354,14 @@ def test_the_api_server_defaults_and_validates_jobs_as_kube(server: RunningServe
         assert f"will not able to create pod with invalid DNS label: {'a' * 62}-99" in (
             await refusal(plane, long)
         )
+        plain = batch_job("plain2", backoffLimitPerIndex=1)
+        assert "spec.backoffLimitPerIndex: Invalid value: 1: requires indexed completion mode" in (
+            await refusal(plane, plain)
+        )
+        most = indexed("most", completions=2, maxFailedIndexes=1)
+        assert "spec.backoffLimitPerIndex: Required value: when maxFailedIndexes is specified" in (
+            await refusal(plane, most)
+        )
         wide = indexed("wide", completions=1, parallelism=100001)
         assert "must be less than or equal to 100000 when completion mode is Indexed" in (
             await refusal(plane, wide)
@@ -430,3 +438,68 @@ def test_a_pod_deleted_by_someone_else_counts_as_failed_and_is_replaced(
         assert "conditions" not in job["status"]
 
     run_plane(server, body)
+
+
+def test_per_index_backoff_fails_an_index_then_the_job(server: RunningServer) -> None:
+    nodes = (
+        Node("fine", Rules(run_seconds=1), f"{INDEX}!=1"),
+        Node("broken", Rules(run_seconds=1, exit_code=2), f"{INDEX}=1"),
+    )
+
+    async def body(plane: Plane) -> None:
+        job = indexed("per", completions=3, parallelism=3, backoffLimitPerIndex=1)
+        created = await plane.create(job)
+        assert created["spec"]["backoffLimit"] == 2147483647
+        await until_pods(plane, "per", 3)
+        await plane.advance(1)  # 0 and 2 succeed, 1 fails once: replaced after 10 s
+        await plane.until_status("per", lambda s: s.get("failed") == 1)
+        await plane.advance(9)
+        assert len(await plane.pods("per")) == 3, "the replacement waits 10 s"
+        await plane.advance(1)
+        pods = await until_pods(plane, "per", 4)
+        [retry] = [
+            p
+            for p in pods
+            if p["metadata"]["labels"][INDEX] == "1" and p["status"]["phase"] != "Failed"
+        ]
+        counts = retry["metadata"]["annotations"]
+        assert counts["batch.kubernetes.io/job-index-failure-count"] == "1"
+        await plane.advance(1)  # the second failure of index 1 is past its limit
+        failed = await plane.until_condition("per", "Failed")
+        assert conditions(failed)[-1] == (
+            "Failed",
+            "True",
+            "FailedIndexes",
+            "Job has failed indexes",
+        )
+        status = failed["status"]
+        assert (status["completedIndexes"], status["failedIndexes"], status["failed"]) == (
+            "0,2",
+            "1",
+            2,
+        )
+
+    run_plane(server, body, nodes)
+
+
+def test_max_failed_indexes_exceeded(server: RunningServer) -> None:
+    nodes = (
+        Node("fine", Rules(run_seconds=100), f"{INDEX}!=1"),
+        Node("broken", Rules(run_seconds=1, exit_code=2), f"{INDEX}=1"),
+    )
+
+    async def body(plane: Plane) -> None:
+        job = indexed("most", completions=3, parallelism=3, backoffLimitPerIndex=0,
+                      maxFailedIndexes=0)  # fmt: skip
+        await plane.create(job)
+        await until_pods(plane, "most", 3)
+        await plane.advance(1)
+        failed = await plane.until_condition("most", "Failed")
+        message = "Job has exceeded the specified maximal number of failed indexes"
+        assert conditions(failed) == [
+            ("FailureTarget", "True", "MaxFailedIndexesExceeded", message),
+            ("Failed", "True", "MaxFailedIndexesExceeded", message),
+        ]
+        assert failed["status"]["failed"] == 3, "index 1, and 0 and 2 killed"
+
+    run_plane(server, body, nodes)

@@ -7,13 +7,14 @@ adds what the schema cannot say:
   ``parallelism`` ≤ 100000 and a name whose last pod hostname (``<job>-<completions-1>``) is a
   DNS label; ``restartPolicy`` ``OnFailure`` or ``Never`` (only ``Never`` with a
   podFailurePolicy, which also needs ``podReplacementPolicy: Failed`` and well-formed rules);
-  ``successPolicy`` only for Indexed Jobs; the selector must match the template's labels;
-  ``backoffLimitPerIndex``/``maxFailedIndexes`` (and so ``FailIndex``) are refused, as the
-  local Job controller does not run per-index back-off (note 130);
+  ``successPolicy``, ``backoffLimitPerIndex`` and ``maxFailedIndexes`` only for Indexed Jobs
+  (``maxFailedIndexes`` needs ``backoffLimitPerIndex``, at most ``completions``; ``FailIndex``
+  rules need ``backoffLimitPerIndex``); the selector must match the template's labels;
 - updates: selector, completionMode, completions (an Indexed Job may change it together with
-  an equal parallelism), podFailurePolicy, successPolicy, managedBy immutable; the pod
-  template too, except labels, annotations, nodeSelector, tolerations, schedulingGates and
-  node affinity while the Job is suspended and has never started (no ``startTime``);
+  an equal parallelism), podFailurePolicy, successPolicy, managedBy, backoffLimitPerIndex
+  immutable; the pod template too, except labels, annotations, nodeSelector, tolerations,
+  schedulingGates and node affinity while the Job is suspended and has never started (no
+  ``startTime``);
 - ``status`` writes: ``Complete`` needs ``SuccessCriteriaMet`` and a ``completionTime``,
   ``Failed`` needs ``FailureTarget``; a finished Job needs ``startTime`` and no active pods.
 
@@ -32,14 +33,20 @@ from trainop.api import pod_rules
 Cause = tuple[str, str, str]
 MAX_INDEXED_PARALLELISM = 100000
 MAX_FAILURE_RULES = 20
-_INVALID, _REQUIRED, _UNSUPPORTED, _FORBIDDEN = (
+_INVALID, _REQUIRED, _UNSUPPORTED = (
     "FieldValueInvalid",
     "FieldValueRequired",
     "FieldValueNotSupported",
-    "FieldValueForbidden",
 )
 _SCHEDULING = ("nodeSelector", "tolerations", "schedulingGates")
-_IMMUTABLE = ("selector", "completionMode", "podFailurePolicy", "successPolicy", "managedBy")
+_IMMUTABLE = (
+    "selector",
+    "completionMode",
+    "podFailurePolicy",
+    "successPolicy",
+    "managedBy",
+    "backoffLimitPerIndex",
+)
 
 
 def _show(value: Any) -> str:
@@ -78,18 +85,39 @@ def causes(obj: Mapping[str, Any], old: Mapping[str, Any] | None, *, status: boo
 def _spec_causes(name: str, spec: Mapping[str, Any]) -> list[Cause]:
     found: list[Cause] = []
     for key in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit",
-                "ttlSecondsAfterFinished"):  # fmt: skip
+                "ttlSecondsAfterFinished", "backoffLimitPerIndex", "maxFailedIndexes"):  # fmt: skip
         value = spec.get(key)
         if isinstance(value, int) and value < 0:
             found.append(_invalid(f"spec.{key}", value, "must be greater than or equal to 0"))
-    for key in ("backoffLimitPerIndex", "maxFailedIndexes"):
-        if spec.get(key) is not None:
-            detail = "Forbidden: per-index backoff is not run by trainop's local Job controller"
-            found.append((f"spec.{key}", _FORBIDDEN, detail))
+    found += _per_index_causes(spec)
     found += _mode_causes(name, spec)
     found += _restart_causes(spec)
     found += _failure_policy_causes(spec)
     found += _selector_causes(spec)
+    return found
+
+
+def _per_index_causes(spec: Mapping[str, Any]) -> list[Cause]:
+    per_index, most = spec.get("backoffLimitPerIndex"), spec.get("maxFailedIndexes")
+    found: list[Cause] = []
+    if most is not None and per_index is None:
+        body = "Required value: when maxFailedIndexes is specified"
+        found.append(("spec.backoffLimitPerIndex", _REQUIRED, body))
+    if spec.get("completionMode") != "Indexed":
+        found += [
+            _invalid(f"spec.{key}", value, "requires indexed completion mode")
+            for key, value in (("backoffLimitPerIndex", per_index), ("maxFailedIndexes", most))
+            if value is not None
+        ]
+        return found
+    completions = spec.get("completions")
+    if isinstance(most, int) and isinstance(completions, int) and most > completions:
+        found.append(
+            _invalid("spec.maxFailedIndexes", most, "must be less than or equal to completions")
+        )
+    if isinstance(most, int) and most > MAX_INDEXED_PARALLELISM:
+        detail = f"must be less than or equal to {MAX_INDEXED_PARALLELISM}"
+        found.append(_invalid("spec.maxFailedIndexes", most, detail))
     return found
 
 
@@ -159,18 +187,22 @@ def _failure_policy_causes(spec: Mapping[str, Any]) -> list[Cause]:
              for c in _template_spec(spec).get(key) or [] if isinstance(c, dict)}  # fmt: skip
     for number, rule in enumerate(rules):
         if isinstance(rule, dict):
-            found += _rule_causes(f"spec.podFailurePolicy.rules[{number}]", rule, names)
+            where = f"spec.podFailurePolicy.rules[{number}]"
+            per_index = spec.get("backoffLimitPerIndex") is not None
+            found += _rule_causes(where, rule, names, per_index=per_index)
     return found
 
 
-def _rule_causes(path: str, rule: Mapping[str, Any], names: set[Any]) -> list[Cause]:
+def _rule_causes(
+    path: str, rule: Mapping[str, Any], names: set[Any], *, per_index: bool
+) -> list[Cause]:
     found: list[Cause] = []
     action = rule.get("action")
     actions = ("Count", "FailIndex", "FailJob", "Ignore")
     if not action:
         listed = "[" + " ".join(_show(a) for a in actions) + "]"
         found.append((f"{path}.action", _REQUIRED, f"Required value: valid values: {listed}"))
-    elif action == "FailIndex":
+    elif action == "FailIndex" and not per_index:
         detail = "requires the backoffLimitPerIndex to be set"
         found.append(_invalid(f"{path}.action", action, detail))
     elif action not in actions:

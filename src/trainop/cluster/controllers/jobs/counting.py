@@ -5,7 +5,9 @@ set is uncounted. Once it has ended (``Succeeded``; ``Failed``; or, unless only 
 are replaced, deleted before succeeding) it is counted: a success adds its index to
 ``completedIndexes`` (Indexed, index in range) or one to ``succeeded``; a failure adds one to
 ``failed`` unless a podFailurePolicy ``Ignore`` rule matches it (Indexed: only in-range
-indexes count). The controller then removes the finalizer and remembers the pod as settled,
+indexes count). With ``backoffLimitPerIndex`` a failure past the index's limit (its pod's
+``job-index-failure-count`` + 1), or matching a ``FailIndex`` rule, fails the index. The
+controller then removes the finalizer and remembers the pod as settled,
 so a cache that has not caught up yet does not count it twice.
 Neighbours: ``model``, ``failure`` (rule matching), ``indexes`` (index sets), ``step``.
 """
@@ -28,6 +30,7 @@ class Tally:
     succeeded_indexes: set[int] = field(default_factory=set)
     settled: list[Pod] = field(default_factory=list)
     fail_job: str | None = None  # the message of the first FailJob rule that matched
+    failed_indexes: set[int] = field(default_factory=set)  # per-index back-off only
 
 
 def has_ended_as_failure(pod: Pod, spec: JobSpec) -> bool:
@@ -74,3 +77,9 @@ def _count_failure(spec: JobSpec, pod: Pod, result: Tally) -> None:
     result.failed += 1
     if match is not None and match.action == "FailJob" and result.fail_job is None:
         result.fail_job = match.message
+    index, limit = model.index_of(pod), spec.backoff_limit_per_index
+    if limit is None or index is None:
+        return
+    failures = model.annotation_count(pod, model.FAILURE_COUNT_KEY) + 1
+    if (match is not None and match.action == "FailIndex") or failures > limit:
+        result.failed_indexes.add(index)

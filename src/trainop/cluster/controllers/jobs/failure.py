@@ -2,8 +2,8 @@
 K-backoff).
 
 ``match_rule`` applies ``podFailurePolicy`` to one failed pod: the rules in order, the first
-that matches decides (``FailJob``, ``Ignore``, ``Count``; ``FailIndex`` needs per-index backoff,
-which the API server here refuses). ``onExitCodes`` looks at terminated containers and init
+that matches decides (``FailJob``, ``Ignore``, ``Count``, ``FailIndex`` with per-index
+back-off). ``onExitCodes`` looks at terminated containers and init
 containers with a non-zero exit code (only ``containerName`` when given), ``In``/``NotIn``
 ``values``; ``onPodConditions`` needs a pod condition of that type and status.
 ``limit_failure`` is the backoff limit (failed pods, or ``OnFailure`` restarts of live pods)
@@ -27,6 +27,11 @@ BACKOFF_MAX_SECONDS = 600.0
 BACKOFF_LIMIT = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
 DEADLINE = ("DeadlineExceeded", "Job was active longer than specified deadline")
 POD_FAILURE_POLICY = "PodFailurePolicy"
+MAX_FAILED_INDEXES = (
+    "MaxFailedIndexesExceeded",
+    "Job has exceeded the specified maximal number of failed indexes",
+)
+FAILED_INDEXES = ("FailedIndexes", "Job has failed indexes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +127,7 @@ def replacement_delay(pods: Sequence[Pod], now: datetime) -> float:
     failures = [
         t
         for t in (model.finish_time(p) for p in pods if model.phase_of(p) == "Failed")
-        if last_success is None or (t is not None and t > last_success)
+        if last_success is None or (t is not None and t >= last_success)  # same instant: after
     ]
     if not failures:
         return 0.0

@@ -10,12 +10,14 @@ duplicates), and a sync that deletes them creates nothing. NonIndexed: ``wanted`
 ``min(completions - succeeded, parallelism)``, or ``parallelism`` until the first success
 when ``completions`` is unset (then what runs is left running). Extra active pods are
 deleted, least advanced first.
+``success_rule``: the first batch ``successPolicy`` rule the succeeded indexes meet.
 Neighbours: ``model`` (pod facts), ``step`` (uses ``Plan``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from trainop.cluster.controllers.jobs import model
@@ -75,9 +77,14 @@ def wanted_active(spec: JobSpec, succeeded: int, active: int) -> int:
 
 
 def plan_indexed(
-    spec: JobSpec, active: Sequence[Pod], terminating: Sequence[Pod], succeeded: set[int]
+    spec: JobSpec,
+    active: Sequence[Pod],
+    terminating: Sequence[Pod],
+    succeeded: set[int],
+    failed: AbstractSet[int] = frozenset(),
 ) -> Plan:
-    """The sync's pod changes for an Indexed Job (module docstring)."""
+    """The sync's pod changes for an Indexed Job (module docstring); ``failed``: indexes
+    failed for good (per-index back-off), never created again."""
     completions = spec.completions or 0
     plan = Plan()
     holders: dict[int, list[Pod]] = {}
@@ -92,11 +99,12 @@ def plan_indexed(
         plan.delete.extend(ranked[1:])
     if plan.delete:
         return plan
-    wanted = wanted_active(spec, len(succeeded & set(range(completions))), len(active))
+    done = (succeeded | failed) & set(range(completions))
+    wanted = wanted_active(spec, len(done), len(active))
     if len(active) > wanted:
         plan.delete = _surplus(active, len(active) - wanted, succeeded)
         return plan
-    taken = succeeded | set(holders)
+    taken = succeeded | failed | set(holders)
     if spec.replace_only_failed:
         taken |= {i for i in map(model.index_of, terminating) if i is not None}
     room = wanted - len(active) - (len(terminating) if spec.replace_only_failed else 0)
@@ -126,3 +134,19 @@ def _surplus(active: Sequence[Pod], count: int, succeeded: set[int]) -> list[Pod
         return (0 if done else 1, _advancement(pod), -(index or 0))
 
     return sorted(active, key=key)[:count]
+
+
+def success_rule(spec: JobSpec, completed: set[int]) -> int | None:
+    """The index of the first batch ``successPolicy`` rule that ``completed`` meets."""
+    if not spec.indexed:
+        return None
+    for number, rule in enumerate(spec.success_rules):
+        wanted = rule.get("succeededIndexes")
+        count = rule.get("succeededCount")
+        if wanted is not None:
+            met = parse_intervals(wanted) & completed
+            if len(met) >= count if count is not None else met == parse_intervals(wanted):
+                return number
+        elif count is not None and len(completed) >= count:
+            return number
+    return None

@@ -19,6 +19,8 @@ JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 INDEX_KEY = "batch.kubernetes.io/job-completion-index"  # annotation and label
 TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
+FAILURE_COUNT_KEY = "batch.kubernetes.io/job-index-failure-count"
+IGNORED_COUNT_KEY = "batch.kubernetes.io/job-index-ignored-failure-count"
 INDEX_ENV = "JOB_COMPLETION_INDEX"
 CONTROLLER_NAME = "kubernetes.io/job-controller"
 DEFAULT_BACKOFF_LIMIT = 6
@@ -33,6 +35,8 @@ class JobSpec:
     parallelism: int
     indexed: bool
     backoff_limit: int
+    backoff_limit_per_index: int | None  # set only for Indexed Jobs (admission)
+    max_failed_indexes: int | None
     suspend: bool
     replace_only_failed: bool  # podReplacementPolicy Failed
     restart_policy: str
@@ -60,6 +64,8 @@ def spec_of(job: Mapping[str, Any]) -> JobSpec:
         parallelism=1 if parallelism is None else int(parallelism),
         indexed=spec.get("completionMode") == "Indexed",
         backoff_limit=int(spec.get("backoffLimit", DEFAULT_BACKOFF_LIMIT)),
+        backoff_limit_per_index=spec.get("backoffLimitPerIndex"),
+        max_failed_indexes=spec.get("maxFailedIndexes"),
         suspend=bool(spec.get("suspend")),
         replace_only_failed=replacement == "Failed",
         restart_policy=str(template_spec.get("restartPolicy") or "Never"),
@@ -132,6 +138,12 @@ def index_of(pod: Pod) -> int | None:
     if not isinstance(text, str) or not text.isdigit() or (len(text) > 1 and text[0] == "0"):
         return None
     return int(text)
+
+
+def annotation_count(pod: Pod, key: str) -> int:
+    """A non-negative integer annotation of the pod (0 when absent or malformed)."""
+    text = (pod["metadata"].get("annotations") or {}).get(key)
+    return int(text) if isinstance(text, str) and text.isdigit() else 0
 
 
 def container_statuses(pod: Pod) -> list[Mapping[str, Any]]:

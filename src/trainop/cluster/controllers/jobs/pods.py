@@ -44,8 +44,11 @@ def _with_index_env(container: dict[str, Any]) -> None:
     )
 
 
-def pod_for(job: Mapping[str, Any], index: int | None) -> dict[str, Any]:
-    """A new pod of ``job``; ``index`` is its completion index (None for NonIndexed)."""
+def pod_for(
+    job: Mapping[str, Any], index: int | None, extra: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """A new pod of ``job``; ``index`` is its completion index (None for NonIndexed);
+    ``extra``: more annotations (per-index failure counts)."""
     template = copy.deepcopy((job.get("spec") or {}).get("template") or {})
     meta = job["metadata"]
     name, uid = str(meta["name"]), str(meta.get("uid") or "")
@@ -68,6 +71,7 @@ def pod_for(job: Mapping[str, Any], index: int | None) -> dict[str, Any]:
         metadata["generateName"] = _generate_name(name, index)
         annotations = dict(metadata.get("annotations") or {})
         annotations[model.INDEX_KEY] = labels[model.INDEX_KEY] = str(index)
+        annotations.update(extra or {})
         metadata["annotations"] = annotations
         spec["hostname"] = f"{name}-{index}"
         for key in ("initContainers", "containers"):

@@ -7,7 +7,7 @@
    controller) only loses its finalizers (or is left alone);
 2. the pods that ended are counted (``counting``);
 3. failure: an existing ``FailureTarget``, a ``FailJob`` rule, the backoff limit, the deadline
-   (``failure``); success: a batch ``successPolicy`` rule (Indexed);
+   (``failure``), failed indexes (``perindex``); success: a batch ``successPolicy`` rule;
 4. with neither: suspend (delete the active pods, uncounted), or create and delete pods as
    ``indexes`` plans them, after the replacement back-off; then ``CompletionsReached``;
 5. with an interim condition: the active pods are deleted (counted as failed on failure),
@@ -24,10 +24,19 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from trainop.cluster.controllers.jobs import conditions, counting, failure, indexes, model, pods
+from trainop.cluster.controllers.jobs import (
+    conditions,
+    counting,
+    failure,
+    indexes,
+    model,
+    perindex,
+    pods,
+    ttl,
+)
 from trainop.cluster.controllers.jobs.model import JobSpec, Pod
 
 Event = tuple[str, str, str]  # type, reason, message
@@ -52,24 +61,9 @@ def _tracked_names(pods: Sequence[Pod]) -> list[str]:
 
 
 def _ttl_step(spec: JobSpec, status: Mapping[str, Any], pods: Sequence[Pod], now: datetime) -> Step:
-    """A finished Job: finalizers removed; deleted once its TTL has passed."""
-    result = Step(strip=_tracked_names(pods))
-    if spec.ttl_seconds is None:
-        return result
-    ended = conditions.find(status.get("conditions") or [], "Complete") or conditions.find(
-        status.get("conditions") or [], "Failed"
-    )
-    done_at = model.parse_time(status.get("completionTime")) or model.parse_time(
-        (ended or {}).get("lastTransitionTime")
-    )
-    if done_at is None:
-        return result
-    left = (done_at + timedelta(seconds=spec.ttl_seconds) - now).total_seconds()
-    if left <= 0:
-        result.delete_job = True
-    else:
-        result.requeue_after = left
-    return result
+    """A finished Job: finalizers removed; deleted once its TTL has passed (``ttl``)."""
+    delete, later = ttl.after_finish(spec, status, now)
+    return Step(strip=_tracked_names(pods), delete_job=delete, requeue_after=later)
 
 
 @dataclass(slots=True)
@@ -87,6 +81,7 @@ class _Sync:
     failed: int
     succeeded: int
     completed: set[int]
+    failed_indexes: set[int]
     result: Step = field(default_factory=Step)
 
 
@@ -145,7 +140,11 @@ def _start(
         if spec.indexed
         else int(status.get("succeeded") or 0) + counted.succeeded,
         completed=completed,
+        failed_indexes=set(),
     )
+    if perindex.is_on(spec):
+        known = indexes.parse_intervals(status.get("failedIndexes"))
+        sync.failed_indexes = (known | counted.failed_indexes) - completed
     sync.result.settled = {model.uid_of(p) for p in counted.settled}
     sync.result.strip = [model.name_of(p) for p in counted.settled]
     if status.get("startTime") is None and not spec.suspend:
@@ -167,31 +166,19 @@ def _judge(sync: _Sync) -> None:
     failed = failure.limit_failure(
         spec, failed=sync.failed, live=sync.active, started=started, now=sync.now
     )
+    if failed is None and perindex.is_on(spec):
+        failed = perindex.verdict(
+            spec, failed=sync.failed_indexes, completed=sync.completed, active=len(sync.active)
+        )
     if failed is not None:
         _interim(sync, "FailureTarget", *failed)
         return
-    matched = _success_rule(spec, sync.completed)
+    matched = indexes.success_rule(spec, sync.completed)
     if matched is not None:
         _interim(sync, "SuccessCriteriaMet", "SuccessPolicy", f"Matched rules at index {matched}")
     wait = failure.deadline_in(spec, started, sync.now)
     if wait is not None:
         sync.result.requeue_after = wait
-
-
-def _success_rule(spec: JobSpec, completed: set[int]) -> int | None:
-    """The index of the first batch ``successPolicy`` rule that ``completed`` meets."""
-    if not spec.indexed:
-        return None
-    for number, rule in enumerate(spec.success_rules):
-        wanted = rule.get("succeededIndexes")
-        count = rule.get("succeededCount")
-        if wanted is not None:
-            met = indexes.parse_intervals(wanted) & completed
-            if len(met) >= count if count is not None else met == indexes.parse_intervals(wanted):
-                return number
-        elif count is not None and len(completed) >= count:
-            return number
-    return None
 
 
 def _remove(sync: _Sync, victims: Sequence[Pod], *, count_as_failed: bool) -> None:
@@ -242,7 +229,9 @@ def _plan(sync: _Sync) -> None:
     spec = sync.spec
     terminating = [p for p in sync.pods if model.is_terminating(p)]
     if spec.indexed:
-        plan = indexes.plan_indexed(spec, sync.active, terminating, sync.completed)
+        plan = indexes.plan_indexed(
+            spec, sync.active, terminating, sync.completed, sync.failed_indexes
+        )
     else:
         plan = indexes.plan_non_indexed(spec, sync.active, terminating, sync.succeeded)
     _remove(sync, plan.delete, count_as_failed=False)
@@ -253,7 +242,15 @@ def _plan(sync: _Sync) -> None:
         later = sync.result.requeue_after
         sync.result.requeue_after = delay if later is None else min(later, delay)
         return
-    sync.result.create = [pods.pod_for(sync.job, index) for index in plan.create]
+    sync.result.create = [
+        pods.pod_for(sync.job, i, _counts(sync, i) if i is not None else None) for i in plan.create
+    ]
+
+
+def _counts(sync: _Sync, index: int) -> dict[str, str] | None:
+    if not perindex.is_on(sync.spec):
+        return None
+    return perindex.failure_counts(sync.spec, sync.pods, index)
 
 
 def _end(sync: _Sync, *, success: bool) -> None:
@@ -288,6 +285,8 @@ def _finish(sync: _Sync) -> Step:
     new |= {"ready": ready, "terminating": sync.terminating, "uncountedTerminatedPods": {}}
     if spec.indexed and sync.completed:
         new["completedIndexes"] = indexes.format_intervals(sync.completed)
+    if perindex.is_on(spec):
+        new["failedIndexes"] = indexes.format_intervals(sync.failed_indexes)
     if new != dict(sync.job.get("status") or {}):
         sync.result.status = new
     return sync.result
@@ -300,5 +299,6 @@ _COUNTERS = (
     "ready",
     "terminating",
     "completedIndexes",
+    "failedIndexes",
     "uncountedTerminatedPods",
 )
