@@ -10,18 +10,23 @@ Jobs. Expected values come from the spec.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.integration.cluster.apiserver.conftest import RunningServer, start_server
 from tests.integration.cluster.jobs_harness import INDEX, Node, Plane, run_plane, true_types
+from tests.integration.cluster.kubelet import harness as kubelet_harness
 from tests.polling import until
 from trainop import errors
-from trainop.cluster.controllers.jobs import JOBS
+from trainop.cluster.controllers.jobs import JOBS, LocalJobController
+from trainop.cluster.kubelet import LogFiles
 from trainop.cluster.kubelet.sim import PREFIX, Rules
+from trainop.kube.clock import LoopClock
 from trainop.kube.resources import PODS
 
 REACHED = "Reached expected number of succeeded pods"
@@ -503,3 +508,51 @@ def test_max_failed_indexes_exceeded(server: RunningServer) -> None:
         assert failed["status"]["failed"] == 3, "index 1, and 0 and 2 killed"
 
     run_plane(server, body, nodes)
+
+
+# ---- with the process kubelet: the index reaches the running process ----------------------
+
+CHECK_INDEX = (
+    "import os, sys; i = os.environ['JOB_COMPLETION_INDEX']; "
+    "ok = i == os.environ['FROM_ANNOTATION'] and i in ('0', '1'); sys.exit(0 if ok else 3)"
+)
+
+
+def test_the_process_kubelet_gives_each_pod_its_index(tmp_path: Path) -> None:
+    root = tmp_path / "sandboxes"
+    root.mkdir()
+    logs = LogFiles(root)
+    annotation = f"metadata.annotations['{INDEX}']"
+    env = [
+        {"name": "FROM_ANNOTATION", "valueFrom": {"fieldRef": {"fieldPath": annotation}}},
+    ]
+
+    async def body(site: RunningServer) -> None:
+        async with kubelet_harness.local(site, logs, root) as env_:
+            controller = LocalJobController(
+                client=env_.client, clock=LoopClock(), namespace=env_.namespace
+            )
+            task = asyncio.create_task(controller.run())
+            try:
+                job = indexed("real", completions=2, parallelism=2)
+                job["spec"]["template"]["spec"]["containers"] = [
+                    kubelet_harness.py(CHECK_INDEX, env=env)
+                ]
+                await env_.client.create(JOBS, job, namespace=env_.namespace)
+
+                async def complete() -> Any:
+                    found = await env_.client.get(JOBS, name="real", namespace=env_.namespace)
+                    status = found.get("status") or {}
+                    return (
+                        found if "Complete" in true_types(status) or status.get("failed") else None
+                    )
+
+                done = await until(complete, timeout=60, what="the Job Complete")
+                assert done["status"].get("failed") is None, done["status"]
+                assert done["status"]["completedIndexes"] == "0,1"
+            finally:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+    for site in kubelet_harness.start_server(tmp_path / "apiserver", logs):
+        asyncio.run(body(site))
