@@ -163,8 +163,9 @@ BUILTIN: tuple[ResourceType, ...] = (
     _builtin(
         "persistentvolumes", "PersistentVolume", namespaced=False, short=("pv",), sub=("status",)
     ),
-    _builtin("storageclasses", "StorageClass", group="storage.k8s.io", namespaced=False,
-             short=("sc",)),  # fmt: skip
+    _builtin(
+        "storageclasses", "StorageClass", group="storage.k8s.io", namespaced=False, short=("sc",)
+    ),
     _builtin(
         "horizontalpodautoscalers",
         "HorizontalPodAutoscaler",

@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from trainop.cluster.apiserver import store
-from trainop.cluster.apiserver.rest import printers, resources, storageprinters
+from trainop.cluster.apiserver.rest import jobprinters, printers, resources, storageprinters
 
 META_GROUP = "meta.k8s.io"
 _VERSIONS = ("v1", "v1beta1")
@@ -139,7 +139,12 @@ def _printer(
     db: store.Store, rt: resources.ResourceType
 ) -> tuple[list[printers.Column], printers.RowFunction]:
     if not rt.custom:
-        found = printers.BUILTIN.get(rt.store_key) or storageprinters.BUILTIN.get(rt.store_key)
+        key = rt.store_key
+        found = (
+            printers.BUILTIN.get(key)
+            or storageprinters.BUILTIN.get(key)
+            or jobprinters.BUILTIN.get(key)
+        )
         return found or printers.DEFAULT
     crd = db.get(store.Key(resource=_CRDS, namespace="", name=f"{rt.plural}.{rt.group}"))
     versions = ((crd.obj.get("spec") or {}).get("versions") or []) if crd else []
