@@ -52,7 +52,11 @@ from trainop.controller.mpi_v2beta1 import (
 )
 from trainop.controller.queue import ShutDownError, WorkQueue
 from trainop.controller.reconciler import JobReconciler, Result, VersionDelegate
-from trainop.controller.topologies import ClusterTopologySource, TopologySource
+from trainop.controller.topologies import (
+    ClusterTopologySource,
+    TopologySource,
+    TrainJobNetworks,
+)
 from trainop.controller.trainjob_controllers import CONTROLLER_NAMES, TrainJobControllers
 from trainop.engine.gang import GangScheduler
 from trainop.engine.naming import JOB_NAME_LABEL, OPERATOR_NAME_LABEL
@@ -117,10 +121,12 @@ class Manager:
         options: ManagerOptions,
         metrics: Metrics | None = None,
         topologies: TopologySource | None = None,
+        networks: TrainJobNetworks | None = None,
     ) -> None:
         self._client = client
         self._clock = clock
         self._options = options
+        self._networks = networks  # TrainJobs' addresses (note 133); None: the cluster's
         self.metrics = metrics or Metrics()
         self._kinds = {info.kind: info for info in options.enabled()}
         self._by_controller = {info.controller_name: kind for kind, info in self._kinds.items()}
@@ -179,6 +185,7 @@ class Manager:
             namespace=self._options.namespace,
             recorder=self.recorder,
             metrics=self.metrics,
+            networks=self._networks,
         )
         workers = max(1, self._options.threads)
         for kind, name in CONTROLLER_NAMES.items():

@@ -7,6 +7,10 @@ API first, so every controller — restarted or not — computes the same addres
 cannot address a job yet (no free ports) answers ``Pending``: the reconciler records its event,
 leaves the job Created and looks again after ``retry_after``. ``forget`` is called once a job is
 gone, so a source can free what it held for it.
+
+TrainJobs get the same seam as data for their planner (``TrainJobNetworks.for_trainjob`` →
+``engine.trainer.network.PodNetwork``, note 133): on a cluster the pods' DNS names and the
+plugins' ports, in a local process session loopback and a recorded port per endpoint.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Protocol
 
 from trainop.api.types import Job
 from trainop.engine.actions import Event
+from trainop.engine.trainer.network import CLUSTER, PodNetwork
 from trainop.frameworks.topology import ClusterTopology, Topology
 from trainop.kube.client import Obj
 
@@ -60,3 +65,25 @@ class ClusterTopologySource:
 
     async def forget(self, *, kind: str, namespace: str, name: str) -> None:
         del kind, namespace, name  # nothing is held per job on a cluster
+
+
+class TrainJobNetworks(Protocol):
+    async def for_trainjob(self, *, raw: Obj, runtime: Obj) -> PodNetwork | Pending | None:
+        """How the pods of TrainJob ``raw`` (run by ``runtime``) address each other; None and
+        ``Pending`` as ``TopologySource.for_job``."""
+        ...
+
+    async def forget_trainjob(self, *, namespace: str, name: str) -> None:
+        """The TrainJob is gone: drop what was held for it."""
+        ...
+
+
+class ClusterTrainJobNetworks:
+    """Upstream's addressing: pod DNS names and the plugins' fixed ports, for every TrainJob."""
+
+    async def for_trainjob(self, *, raw: Obj, runtime: Obj) -> PodNetwork | Pending | None:
+        del raw, runtime
+        return CLUSTER
+
+    async def forget_trainjob(self, *, namespace: str, name: str) -> None:
+        del namespace, name  # nothing is held per TrainJob on a cluster

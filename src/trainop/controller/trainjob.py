@@ -39,11 +39,13 @@ from trainop.api.trainer import constants as c
 from trainop.controller.metrics import Metrics
 from trainop.controller.reconciler import Result
 from trainop.controller.sshkeys import new_key_pair
+from trainop.controller.topologies import ClusterTrainJobNetworks, Pending, TrainJobNetworks
 from trainop.controller.trainjob_caches import JOBSETS, TRAINJOBS, TrainJobCaches
 from trainop.controller.trainjob_runtime import ResolutionError, resolve, snapshot_of
 from trainop.engine.actions import Event
 from trainop.engine.trainer import plan as planner
 from trainop.engine.trainer import status as trainjob_status
+from trainop.engine.trainer.network import CLUSTER
 from trainop.kube.client import Client, Obj
 from trainop.kube.clock import Clock
 from trainop.kube.events import EventRecorder, ObjectRef, Source
@@ -84,6 +86,7 @@ class TrainJobReconciler:
         recorder: EventRecorder,
         metrics: Metrics | None = None,
         new_ssh_keys: Callable[[], tuple[str, str]] | None = None,
+        networks: TrainJobNetworks | None = None,
     ) -> None:
         self._client = client
         self._caches = caches
@@ -91,6 +94,7 @@ class TrainJobReconciler:
         self._recorder = recorder
         self._metrics = metrics
         self._new_ssh_keys = new_ssh_keys or _ssh_key_pair
+        self._networks: TrainJobNetworks = networks or ClusterTrainJobNetworks()
         self.status_writes = 0
         # TrainJobs whose JobSet this process applied first (key → uid): a stale JobSet cache
         # right after the create must not count the TrainJob as created twice.
@@ -101,6 +105,7 @@ class TrainJobReconciler:
         raw = self._caches.trainjobs.get(namespace, name)
         if raw is None:
             self._counted.pop(key, None)
+            await self._networks.forget_trainjob(namespace=namespace, name=name)
             return Result()
         if not planner.is_managed(raw):
             return Result()
@@ -112,12 +117,23 @@ class TrainJobReconciler:
             else:
                 await self._record(raw, planner.creation_failed(str(exc)))
                 raise
+        network = CLUSTER
+        if runtime is not None:
+            found = await self._networks.for_trainjob(raw=raw, runtime=runtime)
+            if found is None:  # addresses recorded on the TrainJob: its watch event comes back
+                return Result()
+            if isinstance(found, Pending):
+                if found.event is not None:
+                    await self._record(raw, found.event)
+                return Result(requeue_after=found.retry_after)
+            network = found
         plan = planner.plan(
             raw,
             runtime,
             observed=self._observe(raw),
             now=self._clock.now(),
             new_ssh_keys=self._new_ssh_keys,
+            network=network,
         )
         if plan.skipped:
             return Result()

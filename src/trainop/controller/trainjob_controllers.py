@@ -27,6 +27,7 @@ from trainop.api.trainer import constants as c
 from trainop.controller.metrics import Metrics
 from trainop.controller.queue import WorkQueue
 from trainop.controller.reconciler import Result
+from trainop.controller.topologies import TrainJobNetworks
 from trainop.controller.trainjob import TrainJobReconciler
 from trainop.controller.trainjob_caches import (
     JOBSET_CRD_MISSING,
@@ -93,8 +94,10 @@ class TrainJobControllers:
         namespace: str | None,
         recorder: EventRecorder,
         metrics: Metrics,
+        networks: TrainJobNetworks | None = None,
     ) -> None:
         self._client, self._clock = client, clock
+        self._networks = networks  # how pods address each other (note 133); None: the cluster's
         self._make, self._namespace = make_informer, namespace
         self._recorder, self._metrics = recorder, metrics
         self.queues = {
@@ -128,6 +131,7 @@ class TrainJobControllers:
                 clock=self._clock,
                 recorder=self._recorder,
                 metrics=self._metrics,
+                networks=self._networks,
             ),
             **{
                 kind: LegacyFinalizerRemover(client=self._client, informer=informer)

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from trainop import errors
 from trainop.api.trainer import crds as trainer_crds
+from trainop.api.trainer.constants import TRAINJOB
 from trainop.cluster import privacy
 from trainop.cluster.apiserver import ApiServer, Limits, ServerConfig, schemas
 from trainop.cluster.controllers import jobs as batchjob
@@ -36,15 +37,22 @@ from trainop.cluster.kubelet.runtimes import containers
 from trainop.cluster.kubelet.runtimes.runtime import Runtime
 from trainop.cluster.scheduler import scheduler as scheduler_module
 from trainop.controller.manager import Manager, ManagerOptions
-from trainop.controller.topologies import ClusterTopologySource, TopologySource
+from trainop.controller.topologies import (
+    ClusterTopologySource,
+    ClusterTrainJobNetworks,
+    TopologySource,
+    TrainJobNetworks,
+)
 from trainop.frameworks.options import FrameworkOptions
+from trainop.frameworks.registry import REGISTRY
 from trainop.kube.client import Client
 from trainop.kube.clock import Clock, LoopClock
 from trainop.kube.http import HttpClient
 from trainop.kube.podlogs import LogSource, MemoryLogSource
 from trainop.kube.resources import CRDS
-from trainop.local import ports
+from trainop.local import ports, trainer_runtimes
 from trainop.local.topology import LocalTopologySource
+from trainop.local.trainjob_topology import LocalTrainJobNetworks
 
 
 class Component(Protocol):
@@ -75,6 +83,7 @@ class ClusterConfig:
     # Admission ceilings: replicas per job, pods in the cluster (--max-replicas-per-job ...).
     limits: Limits = field(default_factory=Limits)
     operator: bool = True  # False: no embedded controller (``local up --no-operator``)
+    trainer_runtimes: bool = False  # install the shipped Trainer runtimes (note 133)
 
 
 class LocalCluster:
@@ -127,12 +136,16 @@ class LocalCluster:
         try:
             self._client = HttpClient.from_kubeconfig(path=str(self.kubeconfig))
             await install_crds(self._client)
+            if self._config.trainer_runtimes:
+                await trainer_runtimes.install(self._client)
             if self._scheduler_factory is not None:
                 await _install_each(self._client, scheduler_module.podgroup_crds())
             topologies: TopologySource = ClusterTopologySource()
-            if not self._cluster_addressing:
+            networks: TrainJobNetworks = ClusterTrainJobNetworks()
+            if not self._cluster_addressing:  # one pool: no two jobs of any kind share a port
                 pool = ports.PortPool(ports=self._config.ports)
                 topologies = LocalTopologySource(client=self._client, pool=pool)
+                networks = LocalTrainJobNetworks(client=self._client, pool=pool)
             kubelet = self.kubelet = self._kubelet_factory(self._client, self._clock)
             jobs = batchjob.LocalJobController(client=self._client, clock=self._clock)
             self._tasks = [
@@ -147,6 +160,7 @@ class LocalCluster:
                     clock=self._clock,
                     options=self._config.manager,
                     topologies=topologies,
+                    networks=networks,
                 )
                 self._tasks.insert(1, asyncio.create_task(self.manager.run(), name="controller"))
             if self._scheduler_factory is not None:
@@ -257,8 +271,11 @@ def machine_cluster(
             engine.frameworks, by_name=container_runtime.addresses_by_name
         )
     local_engine = dataclasses.replace(engine, frameworks=frameworks)
+    kinds = config.manager.kinds or (*REGISTRY, TRAINJOB)  # TrainJobs too (note 133)
     config = dataclasses.replace(
-        config, manager=dataclasses.replace(config.manager, engine=local_engine)
+        config,
+        manager=dataclasses.replace(config.manager, engine=local_engine, kinds=kinds),
+        trainer_runtimes=True,
     )
 
     def kubelet(client: Client, clock: Clock) -> KubeletComponent:

@@ -24,6 +24,7 @@ from trainop.api.trainer import constants as c
 from trainop.engine import quantities
 from trainop.engine.trainer import patches
 from trainop.engine.trainer.containers import Raw, Wire, as_list, as_map, maps, upsert_env
+from trainop.engine.trainer.network import CLUSTER, PodNetwork
 
 
 @dataclass(slots=True)
@@ -70,6 +71,7 @@ class RuntimeInfo:
     pod_group_policy: Raw
     pod_labels: dict[str, str] = field(default_factory=dict)
     pod_annotations: dict[str, str] = field(default_factory=dict)
+    network: PodNetwork = CLUSTER  # how pods address each other (``network``, note 133)
 
     @property
     def name(self) -> str:
@@ -241,8 +243,9 @@ def _apply_trainer(info: RuntimeInfo) -> None:
         upsert_env(node, maps(trainer.get("env")))
 
 
-def build_info(trainjob: Raw, runtime: Raw) -> RuntimeInfo:
-    """The RuntimeInfo of ``trainjob`` run by ``runtime`` (a whole runtime object)."""
+def build_info(trainjob: Raw, runtime: Raw, network: PodNetwork = CLUSTER) -> RuntimeInfo:
+    """The RuntimeInfo of ``trainjob`` run by ``runtime`` (a whole runtime object), its pods
+    addressed through ``network``."""
     runtime_spec = as_map(runtime.get("spec"))
     template = as_map(runtime_spec.get("template"))
     runtime_patches = as_list(as_map(trainjob.get("spec")).get("runtimePatches"))
@@ -255,6 +258,7 @@ def build_info(trainjob: Raw, runtime: Raw) -> RuntimeInfo:
         pod_sets=[],
         ml_policy=as_map(runtime_spec.get("mlPolicy")),
         pod_group_policy=as_map(runtime_spec.get("podGroupPolicy")),
+        network=network,
     )
     info.template["replicatedJobs"] = maps(info.template.get("replicatedJobs"))
     _merge_trainer_resources(info)

@@ -27,6 +27,7 @@ from trainop.engine.actions import Event
 from trainop.engine.trainer import snapshot, status
 from trainop.engine.trainer.containers import Raw, Wire, as_map, maps
 from trainop.engine.trainer.info import build_info
+from trainop.engine.trainer.network import CLUSTER, PodNetwork
 from trainop.engine.trainer.plugins import registry
 from trainop.engine.trainer.plugins.base import BuildContext, PlanError
 
@@ -111,10 +112,14 @@ def plan_unsupported(trainjob: Raw, message: str, now: datetime) -> Plan:
 
 
 def desired_objects(
-    trainjob: Raw, runtime: Raw, observed: Observed, new_ssh_keys: Callable[[], tuple[str, str]]
+    trainjob: Raw,
+    runtime: Raw,
+    observed: Observed,
+    new_ssh_keys: Callable[[], tuple[str, str]],
+    network: PodNetwork = CLUSTER,
 ) -> list[Wire]:
     """Every plugin's objects for this pass, in registry order (raises ``PlanError``)."""
-    info = build_info(trainjob, runtime)
+    info = build_info(trainjob, runtime, network)
     if info.ml_policy.get("flux") is not None:
         raise PlanError("mlPolicy.flux is not supported by trainop")
     registry.enforce(info)
@@ -134,9 +139,10 @@ def plan(
     observed: Observed,
     now: datetime,
     new_ssh_keys: Callable[[], tuple[str, str]],
+    network: PodNetwork = CLUSTER,
 ) -> Plan:
     """One reconcile decision for ``trainjob`` run by ``runtime`` (the snapshot's or the live
-    one; None when it does not exist)."""
+    one; None when it does not exist), its pods addressed through ``network`` (note 133)."""
     if not is_managed(trainjob):
         return Plan([], status.current(trainjob), skipped=True)
     if not is_supported(trainjob):
@@ -151,7 +157,7 @@ def plan(
         if observed.snapshot is None:
             apply.append(snapshot.config_map(trainjob, runtime))
         try:
-            apply += desired_objects(trainjob, runtime, observed, new_ssh_keys)
+            apply += desired_objects(trainjob, runtime, observed, new_ssh_keys, network)
         except PlanError as exc:
             error = str(exc)
             events.append(creation_failed(error))

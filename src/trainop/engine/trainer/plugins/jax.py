@@ -38,7 +38,9 @@ def enforce(info: RuntimeInfo) -> None:
         [
             k.env("JAX_NUM_PROCESSES", str(trainer_set.count)),
             k.completion_index_env("JAX_PROCESS_ID"),
-            k.env("JAX_COORDINATOR_ADDRESS", f"{torch.master_address(info)}:{c.TRAINER_PORT}"),
+            k.env(
+                "JAX_COORDINATOR_ADDRESS", f"{torch.master_address(info)}:{torch.master_port(info)}"
+            ),
         ],
     )
     k.upsert_port(node, torch.trainer_port())

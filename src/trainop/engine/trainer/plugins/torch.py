@@ -7,7 +7,9 @@ TrainJob has a ``trainer`` and the trainer pod a ``node`` container, the trainer
 the five ``PET_*`` vars (the two ``PET_MASTER_*`` replaced by a command rewrite for torchtune,
 ``torchtune``) and the port; finally the ``envInjection`` targets get all five vars.
 
-The master address is upstream's fixed ``<tj>-node-0-0.<tj>`` (right for every shipped runtime).
+The master is upstream's fixed ``<tj>-node-0-0.<tj>`` (right for every shipped runtime) at port
+29500, both as the planner's ``PodNetwork`` gives them (unchanged on a cluster; loopback and a
+port of its own in a local process session, note 133).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Mapping
 
 from trainop.api.trainer import constants as c
 from trainop.engine.trainer import containers as k
+from trainop.engine.trainer import network
 from trainop.engine.trainer.containers import Raw, Wire, as_list, as_map, maps
 from trainop.engine.trainer.info import RuntimeInfo, pod_spec
 from trainop.engine.trainer.plugins import torchtune
@@ -31,7 +34,11 @@ def policy(info: RuntimeInfo) -> Raw | None:
 
 
 def master_address(info: RuntimeInfo) -> str:
-    return f"{info.name}-{c.NODE}-0-0.{info.name}"
+    return info.network.host(network.master_endpoint(info.name))
+
+
+def master_port(info: RuntimeInfo) -> int:
+    return info.network.port(network.master_endpoint(info.name), c.TRAINER_PORT)
 
 
 def runtime_resources(info: RuntimeInfo) -> Raw:
@@ -69,7 +76,7 @@ def pet_env(info: RuntimeInfo, nodes: int, procs: int | str, *, master: bool) ->
     if master:
         entries += [
             k.env("PET_MASTER_ADDR", master_address(info)),
-            k.env("PET_MASTER_PORT", str(c.TRAINER_PORT)),
+            k.env("PET_MASTER_PORT", str(master_port(info))),
         ]
     return entries
 
@@ -97,7 +104,12 @@ def enforce(info: RuntimeInfo) -> None:
         if tune:
             gpus = k.gpu_count(runtime_resources(info))
             node["command"] = torchtune.command(
-                info, nodes=nodes, procs=procs, gpus=gpus, master=master_address(info)
+                info,
+                nodes=nodes,
+                procs=procs,
+                gpus=gpus,
+                master=master_address(info),
+                port=master_port(info),
             )
         k.upsert_port(node, trainer_port())
     _inject_targets(info, nodes, procs)

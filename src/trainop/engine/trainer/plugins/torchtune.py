@@ -96,12 +96,18 @@ def _runtime_command(info: RuntimeInfo) -> list[str]:
 
 
 def command(
-    info: RuntimeInfo, *, nodes: int, procs: int | str, gpus: int, master: str
+    info: RuntimeInfo,
+    *,
+    nodes: int,
+    procs: int | str,
+    gpus: int,
+    master: str,
+    port: int = c.TRAINER_PORT,
 ) -> list[str]:
-    """The rewritten ``tune run`` command; ``master`` is the rendezvous host."""
+    """The rewritten ``tune run`` command; ``master`` and ``port`` are the rendezvous's."""
     result = list(TUNE_RUN)
     if nodes > 1 or (isinstance(procs, int) and procs > 1) or (procs == "auto" and gpus > 1):
-        result.append(f"--rdzv_endpoint={master}:{c.TRAINER_PORT}")
+        result.append(f"--rdzv_endpoint={master}:{port}")
     name, suffix = recipe(info, nodes, procs, gpus)
     result += [name, "--config", model(info) + suffix]
     result += [x for x in _runtime_command(info) if x.partition("=")[0] in IMMUTABLE_KEYS]

@@ -42,7 +42,7 @@ def enforce(info: RuntimeInfo) -> None:
         node,
         [
             k.env("DMLC_TRACKER_URI", torch.master_address(info)),
-            k.env("DMLC_TRACKER_PORT", str(c.TRAINER_PORT)),
+            k.env("DMLC_TRACKER_PORT", str(torch.master_port(info))),
             k.completion_index_env("DMLC_TASK_ID"),
             k.env("DMLC_NUM_WORKER", str(trainer_set.count * workers)),
         ],

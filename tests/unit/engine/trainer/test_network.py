@@ -1,0 +1,73 @@
+"""The planner's pod network (note 133): every env value that names the rank-0 pod comes from
+the ``PodNetwork`` argument; the default is upstream's addressing, unchanged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.unit.engine.trainer.builders import (
+    NOW,
+    applied,
+    env_by_name,
+    keys,
+    main_container,
+    runtime,
+    trainjob,
+    wrapper_jobs,
+)
+
+from trainop.engine.trainer.network import PodNetwork, endpoints_used
+from trainop.engine.trainer.plan import Observed, plan
+
+LOOPBACK = PodNetwork(address="127.0.0.1", ports={"alpha-node-0-0": 21001})
+
+
+def node_env(policy: dict[str, Any], network: PodNetwork | None = None) -> dict[str, Any]:
+    rt = runtime("alpha", wrapper_jobs(), ml_policy={"numNodes": 2, **policy})
+    tj = trainjob("alpha", "alpha", trainer={"numNodes": 2, "command": ["train"]})
+    extra = {} if network is None else {"network": network}
+    result = plan(tj, rt, observed=Observed(), now=NOW, new_ssh_keys=keys, **extra)
+    return env_by_name(main_container(applied(result, "JobSet"), "node"))
+
+
+def test_the_default_is_upstreams_dns_name_and_port() -> None:
+    env = node_env({"torch": {}})
+    assert (env["PET_MASTER_ADDR"], env["PET_MASTER_PORT"]) == ("alpha-node-0-0.alpha", "29500")
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ({"torch": {}}, {"PET_MASTER_ADDR": "127.0.0.1", "PET_MASTER_PORT": "21001"}),
+        ({"jax": {}}, {"JAX_COORDINATOR_ADDRESS": "127.0.0.1:21001"}),
+        ({"xgboost": {}}, {"DMLC_TRACKER_URI": "127.0.0.1", "DMLC_TRACKER_PORT": "21001"}),
+    ],
+)
+def test_a_loopback_network_gives_its_address_and_the_endpoints_port(
+    policy: dict[str, Any], expected: dict[str, str]
+) -> None:
+    env = node_env(policy, LOOPBACK)
+    assert {k: env[k] for k in expected} == expected
+
+
+def test_an_endpoint_without_a_port_keeps_the_plugins_port() -> None:
+    env = node_env({"torch": {}}, PodNetwork(address="127.0.0.1"))
+    assert (env["PET_MASTER_ADDR"], env["PET_MASTER_PORT"]) == ("127.0.0.1", "29500")
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ({"torch": {}}, ["alpha-node-0-0"]),
+        ({"jax": {}}, ["alpha-node-0-0"]),
+        ({"xgboost": {}}, ["alpha-node-0-0"]),
+        ({"mpi": {}}, []),
+        ({}, []),
+    ],
+)
+def test_endpoints_used_are_those_a_plugin_addresses(
+    policy: dict[str, Any], expected: list[str]
+) -> None:
+    rt = runtime("alpha", wrapper_jobs(), ml_policy={"numNodes": 1, **policy})
+    assert endpoints_used(trainjob("alpha", "alpha"), rt) == expected
