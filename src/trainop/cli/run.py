@@ -5,7 +5,8 @@ process, submits the job, prints condition changes and the replicas' logs with c
 ``[worker-1]`` prefixes, and exits 0 when the job Succeeded, 1 when it Failed (naming the
 replica, exit code and reason), 2 for an invalid manifest, 124 on ``--timeout``. Ctrl-C or
 SIGTERM (also to the whole process group) deletes the job and stops every process before
-exiting 130 or 143 (``cli.signals``; docs/cli.md).
+exiting 130 or 143 (``cli.signals``; docs/cli.md). A TrainJob manifest (with its runtimes, or
+naming a shipped one) runs the same way (``cli.run_trainjob``, note 133); ``-`` reads stdin.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from trainop import errors
 from trainop.api import manifest, mpi_v2beta1, validation
 from trainop.api.kinds import info_of
 from trainop.api.types import Job
-from trainop.cli import signals
+from trainop.cli import run_trainjob, signals
 from trainop.cli.limits import limit_options
+from trainop.cli.run_trainjob import TrainJobManifest, trainjob_manifest
 from trainop.cluster.apiserver import Limits
 from trainop.cluster.apiserver.admission.limits import replica_errors
 from trainop.kube.resources import job_resource
@@ -43,9 +45,9 @@ EXIT_FAILED, EXIT_INVALID, EXIT_TIMEOUT = 1, 2, 124
 class ConsoleReporter:
     """Prints conditions and multiplexed, colour-prefixed log lines."""
 
-    def __init__(self, console: Console, job: Job) -> None:
+    def __init__(self, console: Console, title: str) -> None:
         self._console = console
-        self._title = f"{job.kind}/{job.metadata.name}"
+        self._title = title
         self._colours: dict[str, str] = {}
         self._palette = itertools.cycle(_PALETTE)
         self._width = 8
@@ -65,7 +67,9 @@ class ConsoleReporter:
 
 
 @click.command("run")
-@click.argument("path", metavar="JOB.yaml", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument(
+    "path", metavar="JOB.yaml", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path)
+)
 @click.option("--timeout", type=float, default=None, help="Give up after SECONDS (exit 124).")
 @click.option(
     "--state-dir",
@@ -115,10 +119,13 @@ def run(
 
 def _load(
     path: Path, *, namespace: str | None, console: Console, limits: Limits
-) -> tuple[Job, dict[str, Any]]:
+) -> tuple[Job | TrainJobManifest, dict[str, Any]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
         documents = manifest.parse_documents(text, source=str(path))
+        trainjob = trainjob_manifest(documents, source=str(path), namespace=namespace)
+        if trainjob is not None:
+            return trainjob, trainjob.trainjob
         if len(documents) != 1:
             raise errors.ManifestError(
                 f"{path}: expected one job, found {len(documents)} documents"
@@ -145,7 +152,7 @@ def _load(
 
 
 async def _session(
-    job: Job,
+    job: Job | TrainJobManifest,
     raw: dict[str, Any],
     state_dir: Path,
     *,
@@ -166,21 +173,25 @@ async def _session(
             config, working_dir=Path.cwd(), container_runtime=choice.runtime
         )
         async with cluster_of as cluster:
-            namespace = job.metadata.namespace or "default"
+            namespace = _namespace(job)
             if await ensure_namespace(cluster.client, namespace):
                 console.print(f"namespace/{namespace} created", style="dim")
+            reporter = ConsoleReporter(console, _title(job))
             try:
-                outcome = await asyncio.wait_for(
-                    run_job(cluster.client, job, raw, reporter=ConsoleReporter(console, job)),
-                    timeout,
-                )
+                if isinstance(job, TrainJobManifest):
+                    following = run_trainjob.follow(cluster.client, job, reporter=reporter)
+                else:
+                    following = run_job(cluster.client, job, raw, reporter=reporter)
+                outcome = await asyncio.wait_for(following, timeout)
             except TimeoutError:
-                console.print(
-                    f"✗ {job.kind}/{job.metadata.name}: timed out after {timeout}s",
-                    style="bold red",
-                )
+                console.print(f"✗ {_title(job)}: timed out after {timeout}s", style="bold red")
                 await _delete(cluster.client, job)
                 return EXIT_TIMEOUT
+            except errors.ApiError as exc:
+                if not (isinstance(job, TrainJobManifest) and run_trainjob.refused(exc)):
+                    raise
+                console.print(f"error: {exc}", style="bold red")
+                return EXIT_INVALID
             except asyncio.CancelledError:
                 if stop.exit_code is None:
                     raise
@@ -189,7 +200,7 @@ async def _session(
                 )
                 await _delete(cluster.client, job)
                 return stop.exit_code
-            code = _report(console, job, outcome)
+            code = _report(console, _title(job), outcome)
             if keep:
                 console.print(f"session kept; KUBECONFIG={cluster.kubeconfig} (Ctrl-C to stop)")
                 with contextlib.suppress(asyncio.CancelledError):
@@ -209,7 +220,20 @@ async def _session(
         return EXIT_FAILED
 
 
-async def _delete(client: Any, job: Job) -> None:
+def _title(job: Job | TrainJobManifest) -> str:
+    return job.title if isinstance(job, TrainJobManifest) else f"{job.kind}/{job.metadata.name}"
+
+
+def _namespace(job: Job | TrainJobManifest) -> str:
+    return (
+        job.namespace if isinstance(job, TrainJobManifest) else job.metadata.namespace or "default"
+    )
+
+
+async def _delete(client: Any, job: Job | TrainJobManifest) -> None:
+    if isinstance(job, TrainJobManifest):
+        await run_trainjob.delete(client, job)
+        return
     with contextlib.suppress(errors.ApiError):
         await client.delete(
             job_resource(info_of(job)),
@@ -219,8 +243,7 @@ async def _delete(client: Any, job: Job) -> None:
         )
 
 
-def _report(console: Console, job: Job, outcome: Outcome) -> int:
-    title = f"{job.kind}/{job.metadata.name}"
+def _report(console: Console, title: str, outcome: Outcome) -> int:
     if outcome.succeeded:
         console.print(f"✔ {title} Succeeded", style="bold green")
         return 0

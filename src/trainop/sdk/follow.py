@@ -251,6 +251,7 @@ async def watch_from(
 
 
 def is_finished(job: Obj) -> bool:
-    """Whether a raw job has ``Succeeded`` or ``Failed`` true."""
+    """Whether a raw job has ``Succeeded`` or ``Failed`` true (a TrainJob: ``Complete``)."""
     conditions = (job.get("status") or {}).get("conditions") or []
-    return any(c["type"] in (SUCCEEDED, FAILED) and c["status"] == "True" for c in conditions)
+    ended = (SUCCEEDED, FAILED, "Complete")
+    return any(c["type"] in ended and c["status"] == "True" for c in conditions)
