@@ -144,8 +144,8 @@ class Manager:
             kind: self._informer(resources.job_resource(i)) for kind, i in self._kinds.items()
         }
         self.owned = caches.OwnedObjects(
-            pods=self._informer(resources.PODS, owned=True, project=caches.without_spec),
-            services=self._informer(resources.SERVICES, owned=True, project=caches.without_spec),
+            pods=self._informer(resources.PODS, owned=True, project=caches.slim_pod),
+            services=self._informer(resources.SERVICES, owned=True, project=caches.slim_service),
             pod_groups=self._pod_group_informers(),
             others=[self._informer(r, owned=True) for r in self._extra_resources()],
         )
