@@ -9,8 +9,11 @@ dir, and writes the CA into every webhook of the ValidatingWebhookConfiguration
   ``<service>.<namespace>.svc``; otherwise it makes a new one and stores it (creating the
   Secret, or filling the empty one the manifests ship). Racing replicas converge: a conflict
   re-reads the Secret and adopts what the winner stored.
-- ``inject_ca_bundle`` sets ``clientConfig.caBundle`` on every webhook of the configuration,
-  writing only when something changes.
+- ``inject_ca_bundle`` sets ``clientConfig.caBundle`` on every webhook of one configuration,
+  validating or mutating, writing only when something changes. The operator calls it for each
+  configuration of ``webhook_configurations.injected``: the v1 one, and Trainer v2's
+  ``defaulter.trainer.kubeflow.org`` (mutating) and ``validator.trainer.kubeflow.org`` when it
+  runs TrainJobs, as upstream Trainer's cert controller does for its two.
 
 Both go through ``kube.client.Client``; API errors other than conflicts propagate to the caller
 (the operator's start-up, which retries or exits). The Secret's keys are the rotator's:
@@ -26,16 +29,11 @@ from datetime import datetime
 
 from trainop import errors
 from trainop.controller import admission, certs
+from trainop.controller.webhook_configurations import VALIDATING
 from trainop.kube.client import Client, Obj
 from trainop.kube.resources import SECRETS, Resource
 
-WEBHOOK_CONFIGURATIONS = Resource(
-    "admissionregistration.k8s.io",
-    "v1",
-    "validatingwebhookconfigurations",
-    "ValidatingWebhookConfiguration",
-    namespaced=False,
-)
+WEBHOOK_CONFIGURATIONS = VALIDATING
 DEFAULT_SECRET_NAME = "training-operator-webhook-cert"
 _ATTEMPTS = 3
 _SECRET_KEYS = {
@@ -85,16 +83,21 @@ async def ensure_secret(
 
 
 async def inject_ca_bundle(
-    client: Client, *, ca_cert: bytes, name: str = admission.CONFIGURATION_NAME
+    client: Client,
+    *,
+    ca_cert: bytes,
+    name: str = admission.CONFIGURATION_NAME,
+    resource: Resource = WEBHOOK_CONFIGURATIONS,
 ) -> bool:
-    """Put ``ca_cert`` into every webhook of the configuration ``name``; True if it wrote.
+    """Put ``ca_cert`` into every webhook of the configuration ``name`` (of ``resource``:
+    validating or mutating webhook configurations); True if it wrote.
 
     ``NotFoundError`` when the configuration does not exist (it is part of the manifests).
     """
     for _ in range(_ATTEMPTS - 1):
         with contextlib.suppress(errors.ConflictError):
-            return await _inject_once(client, ca_cert=ca_cert, name=name)
-    return await _inject_once(client, ca_cert=ca_cert, name=name)
+            return await _inject_once(client, ca_cert=ca_cert, name=name, resource=resource)
+    return await _inject_once(client, ca_cert=ca_cert, name=name, resource=resource)
 
 
 async def _ensure_secret_once(
@@ -110,15 +113,15 @@ async def _ensure_secret_once(
     return bundle
 
 
-async def _inject_once(client: Client, *, ca_cert: bytes, name: str) -> bool:
+async def _inject_once(client: Client, *, ca_cert: bytes, name: str, resource: Resource) -> bool:
     encoded = base64.b64encode(ca_cert).decode()
-    config = await client.get(WEBHOOK_CONFIGURATIONS, name=name)
+    config = await client.get(resource, name=name)
     if all(_ca_bundle(webhook) == encoded for webhook in config.get("webhooks") or []):
         return False
     updated = copy.deepcopy(config)
     for webhook in updated.get("webhooks") or []:
         webhook.setdefault("clientConfig", {})["caBundle"] = encoded
-    await client.replace(WEBHOOK_CONFIGURATIONS, updated)
+    await client.replace(resource, updated)
     return True
 
 

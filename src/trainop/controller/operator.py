@@ -2,7 +2,8 @@
 
 ``run_operator`` is what ``trainop operator`` calls. Order (spec 10.2, with our fixes): probes
 and metrics come up first; the admission webhook's certificates are taken from (or stored in)
-the Secret, the webhook starts and its CA is injected into the ValidatingWebhookConfiguration —
+the Secret, the webhook starts and its CA is injected into the webhook configurations (the v1
+ValidatingWebhookConfiguration, and Trainer v2's two when TrainJobs run) —
 on every replica, leader or not; ``/readyz`` is true once the webhook listens and the caches
 have synced. With leader election the process waits for the Lease, then runs the manager while
 renewing it, and exits if it loses it; without, it runs the manager at once. Cancellation
@@ -19,6 +20,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from trainop import errors
+from trainop.controller import webhook_configurations
 from trainop.controller.cert_publishing import ensure_secret, inject_ca_bundle
 from trainop.controller.leader import LeaderElector
 from trainop.controller.manager import Manager, ManagerOptions
@@ -124,10 +126,14 @@ async def _start_webhook(
     trainer = live_lookup(client) if config.manager.trainjobs else None
     server = WebhookServer(settings=settings, bundle=bundle, trainer=trainer)
     await server.start()
-    try:
-        await inject_ca_bundle(client, ca_cert=server.ca_cert)
-    except errors.ApiError as exc:
-        log.warning("CA bundle not injected into the webhook configuration: %s", exc)
+    for target in webhook_configurations.injected(trainjobs=config.manager.trainjobs):
+        try:
+            await inject_ca_bundle(
+                client, ca_cert=server.ca_cert, name=target.name, resource=target.resource
+            )
+        except errors.ApiError as exc:
+            log.warning("CA bundle not injected into %s %s: %s", target.resource.kind,
+                        target.name, exc)  # fmt: skip
     return server
 
 

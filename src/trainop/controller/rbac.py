@@ -16,7 +16,8 @@ The grant is the least the operator needs, not upstream's (spec 12.1). Each rule
   create; RBAC lets the operator create that Role only if it holds those permissions itself;
 - ``LEADER_ELECTION``: a Lease in the operator namespace (upstream quirk 14, fixed);
 - ``WEBHOOK_CERTS``: the self-signed serving certificate kept in a Secret in the operator
-  namespace and its CA injected into the ValidatingWebhookConfiguration.
+  namespace and its CA injected into the webhook configurations (the v1 validator; Trainer v2's
+  defaulter and validator, ``controller.webhook_configurations``).
 
 ``get``/``update`` on one object are restricted with ``resourceNames`` to the flag defaults
 the Deployment passes explicitly; ``create`` cannot be restricted by name in Kubernetes RBAC.
@@ -31,6 +32,7 @@ from typing import Any
 
 from trainop.api.kinds import KINDS
 from trainop.api.trainer import constants as trainer
+from trainop.controller.webhook_configurations import TRAINER_DEFAULTER, TRAINER_VALIDATOR
 
 NAME = "training-operator"
 LEADER_ELECTION_ID = "1ca428e5.training-operator.kubeflow.org"
@@ -136,8 +138,11 @@ RULES: tuple[Rule, ...] = (
     Rule("", ("pods/exec",), ("create",), Need.MPI_ESCALATION,
          "the launcher Role grants exec into the job's worker pods"),
     Rule("admissionregistration.k8s.io", ("validatingwebhookconfigurations",), ("get", "update"),
-         Need.WEBHOOK_CERTS, "CA bundle injection",
-         resource_names=(WEBHOOK_CONFIGURATION_NAME,)),
+         Need.WEBHOOK_CERTS, "CA bundle injection (v1 kinds; Trainer v2 validators)",
+         resource_names=(WEBHOOK_CONFIGURATION_NAME, TRAINER_VALIDATOR)),
+    Rule("admissionregistration.k8s.io", ("mutatingwebhookconfigurations",), ("get", "update"),
+         Need.WEBHOOK_CERTS, "CA bundle injection (Trainer v2 TrainJob defaulter)",
+         resource_names=(TRAINER_DEFAULTER,)),
     Rule("coordination.k8s.io", ("leases",), ("create",), Need.LEADER_ELECTION,
          "the first candidate creates the Lease", scope=Scope.OPERATOR_NAMESPACE),
     Rule("coordination.k8s.io", ("leases",), ("get", "update"), Need.LEADER_ELECTION,

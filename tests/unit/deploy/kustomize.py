@@ -7,7 +7,11 @@ the overlays with this. Supported kustomization fields, with kustomize v4/v5 sem
   subjects of (Cluster)RoleBindings that name a ServiceAccount of the build;
 - ``labels`` (``pairs`` only, no ``includeSelectors``/``includeTemplates``): added to every
   object's ``metadata.labels``;
-- ``images``: ``newName``/``newTag``/``digest`` for ``containers``/``initContainers`` anywhere.
+- ``images``: ``newName``/``newTag``/``digest`` for ``containers``/``initContainers`` anywhere;
+- ``patches``: JSON 6902 patches (``op`` ``add``, ``replace`` or ``remove``; ``-`` appends to a
+  list), inline (``patch``) or from a file (``path``), applied to the objects of the build that
+  match ``target``'s ``kind``, ``name`` and ``namespace`` (those given); a patch must match at
+  least one object, as kustomize requires.
 Any other field raises ``UnsupportedError``, so a manifest can never use a feature this renderer
 would silently ignore; ``test_manifests`` compares the result with a real kustomize when one
 is given in ``$KUSTOMIZE``. Object order is not kustomize's (compare by identity).
@@ -24,7 +28,8 @@ import yaml
 Obj = dict[str, Any]
 # The CRDs are ~0.6 MB each: parse with libyaml when PyYAML has it (10x faster).
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-FIELDS = frozenset({"apiVersion", "kind", "resources", "namespace", "labels", "images"})
+FIELDS = frozenset({"apiVersion", "kind", "resources", "namespace", "labels", "images", "patches"})
+TARGET_FIELDS = frozenset({"kind", "name", "namespace"})
 CLUSTER_SCOPED = frozenset(
     {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
      "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}
@@ -55,6 +60,8 @@ def build(directory: Path) -> list[Obj]:
     ids = [identity(obj) for obj in objects]
     if len(set(ids)) != len(ids):
         raise UnsupportedError(f"{directory}: duplicate objects")
+    for patch in kustomization.get("patches", []):
+        _patch(directory, objects, patch)
     for entry in kustomization.get("labels", []):
         _add_labels(objects, entry)
     if "namespace" in kustomization:
@@ -128,3 +135,48 @@ def _set_image(objects: list[Obj], rule: Obj) -> None:
             else:
                 suffix = (f":{tag}" if tag else "") + (f"@{digest}" if digest else "")
             container["image"] = rule.get("newName", name) + suffix
+
+
+def _patch(directory: Path, objects: list[Obj], entry: Obj) -> None:
+    if set(entry) - {"path", "patch", "target"} or set(entry.get("target", {})) - TARGET_FIELDS:
+        raise UnsupportedError(f"{directory}: patch options {sorted(entry)}")
+    text = entry["patch"] if "patch" in entry else (directory / entry["path"]).read_text()
+    operations = yaml.load(text, Loader)
+    if not isinstance(operations, list):
+        raise UnsupportedError(f"{directory}: only JSON 6902 patches (a list of operations)")
+    target = entry.get("target", {})
+    matched = [o for o in objects if all(_field(o, k) == v for k, v in target.items())]
+    if not matched:
+        raise UnsupportedError(f"{directory}: no object matches patch target {target}")
+    for obj in matched:
+        for operation in operations:
+            _apply(obj, operation)
+
+
+def _field(obj: Obj, name: str) -> Any:
+    return obj["kind"] if name == "kind" else obj["metadata"].get(name, "")
+
+
+def _apply(obj: Obj, operation: Obj) -> None:
+    """One JSON 6902 operation (RFC 6902 sections 4.1-4.3) on ``obj``, in place."""
+    op = operation["op"]
+    if op not in ("add", "replace", "remove"):
+        raise UnsupportedError(f"JSON 6902 op {op}")
+    *parents, last = [
+        part.replace("~1", "/").replace("~0", "~") for part in operation["path"].split("/")[1:]
+    ]
+    node: Any = obj
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    if isinstance(node, list):
+        index = len(node) if last == "-" else int(last)
+        if op != "add":
+            node.pop(index)  # IndexError when missing, as kustomize fails
+        if op != "remove":
+            node.insert(index, operation["value"])
+    elif op == "remove":
+        del node[last]  # KeyError when missing, as kustomize fails
+    elif op == "replace" and last not in node:
+        raise KeyError(f"replace of missing {operation['path']}")
+    else:
+        node[last] = operation["value"]

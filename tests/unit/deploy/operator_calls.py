@@ -37,6 +37,7 @@ from trainop.controller.mpi_v2beta1 import (
 )
 from trainop.controller.reconciler import JobReconciler
 from trainop.controller.topologies import ClusterTopologySource
+from trainop.controller.webhook_configurations import injected
 from trainop.engine import gang
 from trainop.engine.plan import EngineOptions
 from trainop.frameworks.registry import framework_for
@@ -48,8 +49,12 @@ from trainop.kube.fake import FakeClient
 from trainop.kube.informer import Informer
 
 Request = tuple[str, str, str]  # (apiGroup, resource, verb)
-WEBHOOK_CONFIGURATION = (
-    Path(__file__).resolve().parents[3] / "manifests/base/validating-webhook-configuration.yaml"
+_ROOT = Path(__file__).resolve().parents[3]
+# Every webhook configuration the operator injects its CA into: v1, and Trainer v2's two.
+WEBHOOK_CONFIGURATIONS = (
+    _ROOT / "manifests/base/validating-webhook-configuration.yaml",
+    _ROOT / "manifests/trainer/webhooks/mutating-webhook-configuration.yaml",
+    _ROOT / "manifests/trainer/webhooks/validating-webhook-configuration.yaml",
 )
 # What jobs own besides pods, services and PodGroups (controller/caches.py).
 OTHERS = (r.CONFIGMAPS, r.SERVICEACCOUNTS, r.ROLES, r.ROLEBINDINGS, r.HPAS)
@@ -405,11 +410,15 @@ async def leader_election(usage: Usage, names: ProcessNames) -> None:
 
 
 async def webhook_certificates(usage: Usage, names: ProcessNames) -> None:
-    """Secret created, then reused, then filled in when shipped empty; CA injected once."""
+    """Secret created, then reused, then filled in when shipped empty; CA injected once into
+    each configuration the operator running TrainJobs keeps (``injected``)."""
     server, clock = FakeClient(), FakeClock()
     client = Recording(server, usage)
-    configuration = yaml.safe_load(WEBHOOK_CONFIGURATION.read_text())
-    await server.create(cert_publishing.WEBHOOK_CONFIGURATIONS, configuration)
+    for path in WEBHOOK_CONFIGURATIONS:
+        [configuration] = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        kind = configuration["kind"]
+        [resource] = {t.resource for t in injected(trainjobs=True) if t.resource.kind == kind}
+        await server.create(resource, configuration)
 
     async def ensure() -> certs.CertBundle:
         return await cert_publishing.ensure_secret(
@@ -421,8 +430,10 @@ async def webhook_certificates(usage: Usage, names: ProcessNames) -> None:
     await server.replace(r.SECRETS, {**await server.get(r.SECRETS, name=names.secret,
                          namespace=OPERATOR_NAMESPACE), "data": {}})  # fmt: skip
     bundle = await ensure()
-    assert await cert_publishing.inject_ca_bundle(client, ca_cert=bundle.ca_cert)
-    assert not await cert_publishing.inject_ca_bundle(client, ca_cert=bundle.ca_cert)
+    for target in injected(trainjobs=True):
+        inject = {"ca_cert": bundle.ca_cert, "name": target.name, "resource": target.resource}
+        assert await cert_publishing.inject_ca_bundle(client, **inject)
+        assert not await cert_publishing.inject_ca_bundle(client, **inject)
 
 
 def run_process(names: ProcessNames) -> Usage:

@@ -55,6 +55,42 @@ def test_an_overlay_sets_namespace_labels_and_images_through_a_base(tmp_path: Pa
     ]  # fmt: skip
 
 
+def test_json_6902_patches_add_replace_and_remove_on_their_target_only(tmp_path: Path) -> None:
+    other = {**POD_OWNER, "metadata": {"name": "other"}}
+    write(tmp_path / "base", {"resources": ["all.yaml"]}, **{"all.yaml": [POD_OWNER, other]})
+    operations = [
+        {"op": "add", "path": "/spec/template/spec/containers/0/args", "value": ["--a"]},
+        {"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--b"},
+        {"op": "add", "path": "/spec/template/spec/containers/0/args/0", "value": "--first"},
+        {"op": "replace", "path": "/spec/template/spec/containers/1/image", "value": "new:3"},
+        {"op": "remove", "path": "/spec/template/spec/initContainers"},
+        {"op": "add", "path": "/metadata/annotations", "value": {"x~y/z": "1"}},
+        {"op": "replace", "path": "/metadata/annotations/x~0y~1z", "value": "2"},
+    ]
+    (tmp_path / "ops.yaml").write_text(yaml.safe_dump(operations))
+    target = {"kind": "Deployment", "name": "d"}
+    overlay = write(tmp_path, {"resources": ["base"],
+                               "patches": [{"path": "ops.yaml", "target": target}]})  # fmt: skip
+    out = {obj["metadata"]["name"]: obj for obj in kustomize.build(overlay)}
+    pod = out["d"]["spec"]["template"]["spec"]
+    assert pod == {"containers": [{"name": "c", "image": "app", "args": ["--first", "--a", "--b"]},
+                                  {"name": "s", "image": "new:3"}]}  # fmt: skip
+    assert out["d"]["metadata"]["annotations"] == {"x~y/z": "2"}
+    assert out["other"] == other, "only the target is patched"
+
+
+def test_a_patch_that_matches_nothing_or_misses_its_path_fails(tmp_path: Path) -> None:
+    write(tmp_path, {"resources": ["x.yaml"],
+                     "patches": [{"patch": "[]", "target": {"name": "nobody"}}]},
+          **{"x.yaml": [POD_OWNER]})  # fmt: skip
+    with pytest.raises(kustomize.UnsupportedError, match="no object matches"):
+        kustomize.build(tmp_path)
+    missing = "[{op: replace, path: /spec/replicas, value: 2}]"
+    write(tmp_path, {"resources": ["x.yaml"], "patches": [{"patch": missing}]})
+    with pytest.raises(KeyError):
+        kustomize.build(tmp_path)
+
+
 @pytest.mark.parametrize(
     ("image", "parts"),
     [("app", ("app", "", "")), ("reg:5000/a/b:2", ("reg:5000/a/b", "2", "")),
@@ -66,8 +102,13 @@ def test_image_references_split_like_kustomize(image: str, parts: tuple[str, str
 
 @pytest.mark.parametrize(
     "kustomization",
-    [{"patches": []}, {"labels": [{"pairs": {"a": "b"}, "includeSelectors": True}]},
-     {"resources": ["x.yaml"], "namespace": "n"}],
+    [{"replicas": []}, {"labels": [{"pairs": {"a": "b"}, "includeSelectors": True}]},
+     {"resources": ["x.yaml"], "namespace": "n"},
+     {"resources": ["x.yaml"], "patches": [{"patch": "kind: Widget\nmetadata: {name: w}"}]},
+     {"resources": ["x.yaml"], "patches": [{"patch": "[]", "target": {"kind": "Gadget"}}]},
+     {"resources": ["x.yaml"],
+      "patches": [{"patch": "[]", "target": {"kind": "Widget", "labelSelector": "a=b"}}]},
+     {"resources": ["x.yaml"], "patches": [{"patch": "[{op: move, from: /a, path: /b}]"}]}],
 )  # fmt: skip
 def test_anything_unimplemented_is_refused(
     tmp_path: Path, kustomization: dict[str, object]

@@ -156,9 +156,16 @@ def test_leader_election_and_certificate_calls_are_granted(process_usage: Usage)
         (resource, verb)
         for resource in ("leases", "secrets")
         for verb in ("create", "get", "update")
-    } | {("validatingwebhookconfigurations", v) for v in ("get", "update")}, "all paths ran"
+    } | {(f"{way}webhookconfigurations", v) for way in ("validating", "mutating")
+         for v in ("get", "update")}, "all paths ran"  # fmt: skip
     refused = [c for c in process_usage.calls if not any(allows(rule, c) for rule in RULES)]
     assert not refused, f"fix trainop.controller.rbac.RULES: {refused}"
+    configurations = {(c.resource, c.name) for c in process_usage.calls if "webhook" in c.resource}
+    assert configurations == {
+        ("validatingwebhookconfigurations", "validator.training-operator.kubeflow.org"),
+        ("validatingwebhookconfigurations", "validator.trainer.kubeflow.org"),
+        ("mutatingwebhookconfigurations", "defaulter.trainer.kubeflow.org"),
+    }, "the CA goes into v1's configuration and Trainer v2's two (spec 6.1 names)"
 
 
 def test_every_leader_election_and_certificate_rule_is_used(process_usage: Usage) -> None:
