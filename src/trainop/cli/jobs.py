@@ -1,7 +1,8 @@
 """``trainop submit | get | wait | delete | suspend | resume``: jobs on a cluster, via the SDK.
 
 Trainer v2's ``trainjob`` kind (and TrainJob/runtime documents given to ``submit``) is handed
-to ``cli/trainjobs.py``.
+to ``cli/trainjobs.py``; ``get`` without a kind lists the TrainJobs too, in their own table
+after the v1 jobs' (or in the same List with ``-o yaml|json``).
 
 ``get`` prints a ``rich`` table (Name, State, Age, Replicas as active/total; ``-o wide`` adds
 the kind's replica types and the last condition's message) or the jobs as YAML/JSON.
@@ -25,6 +26,7 @@ from trainop.api.kinds import KINDS
 from trainop.api.types import Job
 from trainop.cli import trainjobs
 from trainop.cli.session import age, cluster_command, kind_of
+from trainop.controller.trainjob_caches import TRAINJOBS
 from trainop.sdk import JobFailedError, TrainingClient, constants
 
 EXIT_INVALID = 2
@@ -74,7 +76,7 @@ def submit(client: TrainingClient, path: Path, namespace: str) -> None:
 def get(
     client: TrainingClient, kind: str | None, name: str | None, output: str | None, namespace: str
 ) -> None:
-    """List jobs (of KIND, or of every kubeflow.org/v1 kind), or show job NAME."""
+    """List jobs (of KIND, or of every kubeflow.org/v1 kind and TrainJobs), or show job NAME."""
     if trainjobs.is_trainjob(kind):
         trainjobs.get(client, name, output, namespace)
         return
@@ -83,8 +85,9 @@ def get(
         jobs = [client.get_job(name, namespace, infos[0].kind)]
     else:
         jobs = [job for info in infos for job in client.list_jobs(namespace, info.kind)]
+    v2 = every_trainjob(client, namespace) if not kind and not name else []
     if output in ("yaml", "json"):
-        dumped = [manifest.dump_job(job) for job in jobs]
+        dumped = [manifest.dump_job(job) for job in jobs] + v2
         body: Any = dumped[0] if name else {"apiVersion": "v1", "kind": "List", "items": dumped}
         text = (
             yaml.safe_dump(body, sort_keys=False)
@@ -93,7 +96,21 @@ def get(
         )
         click.echo(text.rstrip("\n"))
         return
-    Console(highlight=False).print(job_table(jobs, wide=output == "wide", kinds=not kind))
+    console = Console(highlight=False)
+    if jobs or not v2:
+        console.print(job_table(jobs, wide=output == "wide", kinds=not kind))
+    if v2:  # Trainer v2's own table after the v1 kinds', as kubectl prints one per kind
+        if jobs:
+            console.print()
+        console.print(trainjobs.table(v2, wide=output == "wide"))
+
+
+def every_trainjob(client: TrainingClient, namespace: str) -> list[dict[str, Any]]:
+    """The namespace's TrainJobs; none where the cluster does not serve the kind."""
+    try:
+        return list(client.call(client.http.list(TRAINJOBS, namespace=namespace)).items)
+    except errors.NotFoundError:
+        return []
 
 
 def job_table(jobs: list[Job], *, wide: bool, kinds: bool) -> Table | str:
