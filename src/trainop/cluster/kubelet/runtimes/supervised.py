@@ -256,10 +256,13 @@ class SupervisedRuntime:
         del log
         sandbox = Sandbox.of(self._root, target.namespace, target.pod, target.uid)
         exited = exit_path(sandbox, target.container, target.restart)
+        ended = read_exit(exited)
+        if ended is not None:  # recorded before the supervisor exits: final, even while it lingers
+            return ended
         running = await attach(container_id or run_id(target), exited)
         if running is not None:
             return running
-        return read_exit(exited)
+        return read_exit(exited)  # it ended between the two looks
 
     async def _spawn(
         self,
