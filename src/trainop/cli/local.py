@@ -57,12 +57,20 @@ def local() -> None:
     help="Serve plain HTTP instead of HTTPS (loopback only; clients that need TLS to send the "
     "token, kubectl among them, then get 401).",
 )
+@click.option(
+    "--event-ttl",
+    default="1h",
+    show_default=True,
+    help="How long an Event is kept after its last write (kube-apiserver's flag; e.g. 30m, "
+    "90s). Events are not fsynced: a crash may lose them.",
+)
 @limit_options
 def apiserver_command(
     state_dir: Path,
     port: int,
     kubeconfig: Path | None,
     insecure_http: bool,
+    event_ttl: str,
     limits: apiserver.Limits,
 ) -> None:
     """Serve the embedded Kubernetes API on 127.0.0.1 until interrupted."""
@@ -72,8 +80,28 @@ def apiserver_command(
         kubeconfig=kubeconfig,
         limits=limits,
         insecure_http=insecure_http,
+        event_ttl=_duration(event_ttl, "--event-ttl"),
     )
     asyncio.run(_serve(config))
+
+
+def _duration(text: str, flag: str) -> float:
+    """Seconds from a Go-style duration (``1h``, ``30m``, ``90s``, ``1h30m``; a bare number
+    is seconds)."""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0}
+    total, number = 0.0, ""
+    try:
+        for char in text.strip():
+            if char in units:
+                total, number = total + float(number) * units[char], ""
+            else:
+                number += char
+        total += float(number) if number else 0.0
+    except ValueError:
+        total = -1.0
+    if total <= 0:
+        raise click.BadParameter(f"not a positive duration: {text!r}", param_hint=flag)
+    return total
 
 
 async def _serve(config: apiserver.ServerConfig) -> None:

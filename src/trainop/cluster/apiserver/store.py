@@ -23,6 +23,17 @@ Invariants:
 - The database holds every Secret: its files are 0600 in a 0700 directory whatever the umask
   (``cluster.privacy``).
 
+Volatile resources (Events; ``volatile``), as kube-apiserver keeps Events: in a separate,
+best-effort store whose objects expire ``volatile_ttl`` seconds after their last write
+(``--event-ttl``, default one hour). Their writes are not written to SQLite: they are
+acknowledged without waiting for an fsync, and a crash may lose them (a clean stop keeps them:
+``close`` saves them, the next start loads what has not expired). They still take their
+resourceVersion from the one global counter, are listed, watched and logged like any object,
+and become visible in resourceVersion order: one that follows a durable write still being
+committed waits for it (``_held``). Expiry deletes the object (watchers see ``DELETED``). So
+that no resourceVersion is handed out twice across a crash, a volatile write whose number is
+above the durably stored ceiling reserves the next ``_RV_BLOCK`` numbers with a commit first.
+
 Neighbours: ``cluster.apiserver.http.server`` owns one ``Store``;
 ``cluster.apiserver.rest.watch`` consumes ``Subscription`` queues; ``cluster.apiserver.gc``
 listens to committed events.
@@ -38,8 +49,9 @@ import queue
 import sqlite3
 import stat
 import threading
+import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,7 +68,13 @@ _SCHEMA = (
     " resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,"
     " rv INTEGER NOT NULL, body BLOB NOT NULL, PRIMARY KEY (resource, namespace, name))",
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+    # volatile objects saved by a clean stop (``expires``: wall-clock seconds), read at start
+    "CREATE TABLE IF NOT EXISTS volatile ("
+    " resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,"
+    " rv INTEGER NOT NULL, expires REAL NOT NULL, body BLOB NOT NULL,"
+    " PRIMARY KEY (resource, namespace, name))",
 )
+_RV_BLOCK = 1000  # resourceVersions a volatile write reserves durably at a time
 
 
 class StoreError(TrainopError):
@@ -107,6 +125,8 @@ class _Write:
     stored: Stored | None  # None: delete
     event: Event
     future: asyncio.Future[Stored]
+    ceiling: int = 0  # the resourceVersion counter's durable value once this commits
+    volatile: bool = False  # not written to SQLite
 
 
 def encode(obj: dict[str, Any]) -> bytes:
@@ -117,9 +137,23 @@ def encode(obj: dict[str, Any]) -> bytes:
 class Store:
     """SQLite-backed object store with group commit, a committed view and an event log."""
 
-    def __init__(self, *, path: Path, history: int = 10_000) -> None:
+    def __init__(
+        self,
+        *,
+        path: Path,
+        history: int = 10_000,
+        volatile: Collection[str] = (),
+        volatile_ttl: float = 3600.0,
+    ) -> None:
         self._path = path
         self._db = _connect(path)
+        self._volatile = frozenset(volatile)
+        self._ttl = volatile_ttl
+        self._expires: dict[Key, float] = {}  # volatile keys: wall-clock expiry
+        self._inflight: deque[int] = deque()  # rvs queued to the writer, in order
+        self._held: deque[_Write] = deque()  # volatile writes waiting for earlier ones
+        self._release_soon = False
+        self._sweeper: asyncio.TimerHandle | None = None
         self._committed: dict[str, dict[tuple[str, str], Stored]] = {}
         self._pending: dict[Key, Stored | None] = {}
         self._pending_count: dict[Key, int] = {}
@@ -127,6 +161,7 @@ class Store:
         self._subs: dict[str, list[Subscription]] = {}
         self._listeners: list[Callable[[Event], None]] = []
         self._rv = self._load()
+        self._reserved = self._rv  # no rv above this is durably accounted for yet
         self._committed_rv = self._rv
         self._floor_rv = self._rv  # events with rv > floor are in the log
         self._queue: queue.SimpleQueue[_Write | None] = queue.SimpleQueue()
@@ -140,13 +175,21 @@ class Store:
         self._loop = asyncio.get_running_loop()
         self._thread = threading.Thread(target=self._writer, name="store-writer", daemon=True)
         self._thread.start()
+        if self._volatile:
+            self._sweeper = self._loop.call_later(self._sweep_interval(), self._sweep)
 
     async def close(self) -> None:
-        """Stop the writer after everything queued so far is durable, then close SQLite."""
+        """Stop the writer after everything queued so far is durable, save the volatile
+        objects, then close SQLite."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         if self._thread is not None:
             self._queue.put(None)
             await asyncio.to_thread(self._thread.join)
             self._thread = None
+        self._release()
+        with contextlib.suppress(sqlite3.Error):  # best effort, as their writes were
+            self._save_volatile()
         self._db.close()
 
     # ---- reads -----------------------------------------------------------------------
@@ -249,10 +292,30 @@ class Store:
         future: asyncio.Future[Stored] = self._loop.create_future()
         self._pending[key] = stored
         self._pending_count[key] = self._pending_count.get(key, 0) + 1
-        self._queue.put(
-            _Write(key=key, rv=event.stored.rv, stored=stored, event=event, future=future)
-        )
+        rv, volatile = event.stored.rv, key.resource in self._volatile
+        if volatile and rv <= self._reserved:
+            self._held.append(_Write(key, rv, stored, event, future, volatile=True))
+            if not self._release_soon:
+                self._release_soon = True
+                self._loop.call_soon(self._release)
+            return future
+        if volatile:  # commit a new ceiling before this number is seen
+            self._reserved = rv + _RV_BLOCK
+        ceiling = max(rv, self._reserved)
+        self._inflight.append(rv)
+        self._queue.put(_Write(key, rv, stored, event, future, ceiling, volatile))
         return future
+
+    def _release(self) -> None:
+        """Apply the held volatile writes that no queued durable write precedes."""
+        self._release_soon = False
+        bound = self._inflight[0] if self._inflight else None
+        while self._held and (bound is None or self._held[0].rv < bound):
+            w = self._held.popleft()
+            self._settle_pending(w.key)
+            self._apply(w)
+            if not w.future.done():
+                w.future.set_result(w.event.stored)
 
     # ---- writer thread ---------------------------------------------------------------
 
@@ -287,9 +350,11 @@ class Store:
         try:
             with self._db:
                 for w in batch:
-                    self._write_row(w)
+                    if not w.volatile:
+                        self._write_row(w)
+                ceiling = max(w.ceiling for w in batch)
                 self._db.execute(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('rv', ?)", (batch[-1].rv,)
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('rv', ?)", (ceiling,)
                 )
         except sqlite3.Error as exc:
             return exc
@@ -313,6 +378,8 @@ class Store:
 
     def _on_durable(self, batch: list[_Write], error: Exception | None) -> None:
         for w in batch:
+            self._release()  # the volatile writes numbered before this one
+            self._inflight.popleft()
             self._settle_pending(w.key)
             if error is not None:
                 if not w.future.done():
@@ -321,6 +388,7 @@ class Store:
             self._apply(w)
             if not w.future.done():
                 w.future.set_result(w.event.stored)
+        self._release()
 
     def _settle_pending(self, key: Key) -> None:
         left = self._pending_count[key] - 1
@@ -337,6 +405,11 @@ class Store:
             table.pop(slot, None)
         else:
             table[slot] = w.stored
+        if w.key.resource in self._volatile:
+            if w.stored is None:
+                self._expires.pop(w.key, None)
+            else:
+                self._expires[w.key] = time.time() + self._ttl
         self._committed_rv = w.rv
         if len(self._log) == self._log.maxlen:
             self._floor_rv = self._log[0].stored.rv
@@ -347,18 +420,60 @@ class Store:
             if sub.namespace is None or sub.namespace == w.key.namespace:
                 sub.queue.put_nowait(w.event)
 
+    # ---- volatile objects: expiry, and what a clean stop keeps ------------------------
+
+    def _sweep_interval(self) -> float:
+        return min(max(self._ttl / 10, 0.01), 30.0)
+
+    def _sweep(self) -> None:
+        """Delete the volatile objects whose TTL has passed (as etcd's leases do for kube)."""
+        now = time.time()
+        for key, expires in list(self._expires.items()):
+            if expires <= now and key not in self._pending and self.get(key) is not None:
+                self.delete(key)
+        assert self._loop is not None
+        self._sweeper = self._loop.call_later(self._sweep_interval(), self._sweep)
+
+    def _save_volatile(self) -> None:
+        with self._db:
+            self._db.execute("DELETE FROM volatile")
+            for key, expires in self._expires.items():
+                stored = self.get(key)
+                if stored is not None:
+                    self._db.execute(
+                        "INSERT INTO volatile VALUES (?, ?, ?, ?, ?, ?)",
+                        (key.resource, key.namespace, key.name, stored.rv, expires, stored.raw),
+                    )
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('rv', ?)", (self._rv,)
+            )
+
     # ---- start-up --------------------------------------------------------------------
 
     def _load(self) -> int:
-        rows = self._db.execute("SELECT resource, namespace, name, rv, body FROM objects")
-        newest = 0
-        for resource, namespace, name, rv, body in rows:
+        """Read every object; volatile ones (saved by the last clean stop, or written durably
+        by an older version) move to memory, so none can come back after a later crash."""
+        rows = self._db.execute("SELECT resource, namespace, name, rv, NULL, body FROM objects")
+        saved = self._db.execute(
+            "SELECT resource, namespace, name, rv, expires, body FROM volatile"
+        )
+        newest, now = 0, time.time()
+        for resource, namespace, name, rv, expires, body in [*rows, *saved]:
+            newest = max(newest, rv)
             key = Key(resource=resource, namespace=namespace, name=name)
+            if resource in self._volatile:
+                expires = now + self._ttl if expires is None else expires
+                if expires <= now:
+                    continue
+                self._expires[key] = expires
             raw = bytes(body)
             table = self._committed.setdefault(resource, {})
             table[(namespace, name)] = Stored(key=key, rv=rv, obj=json.loads(raw), raw=raw)
-            newest = max(newest, rv)
         row = self._db.execute("SELECT value FROM meta WHERE key='rv'").fetchone()
+        with self._db:
+            self._db.execute("DELETE FROM volatile")
+            for resource in self._volatile:
+                self._db.execute("DELETE FROM objects WHERE resource=?", (resource,))
         return max(newest, int(row[0]) if row else 0)
 
 

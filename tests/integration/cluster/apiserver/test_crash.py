@@ -9,7 +9,8 @@ restarts it. After every restart:
   value (nothing acknowledged is lost);
 - every object is whole: its ``check`` field matches its name and sequence (no half-write);
 - the list resourceVersion is at least every acknowledged one, and new writes get larger
-  resourceVersions (monotonic across crashes).
+  resourceVersions (monotonic across crashes), counting those of acknowledged Events, which
+  are not fsynced and may themselves be lost (kube keeps Events the same way).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from tests.integration.cluster.apiserver import rawhttps
 ROUNDS = 20
 WRITERS = 4
 CMS = "/api/v1/namespaces/default/configmaps"
+EVENTS = "/api/v1/namespaces/default/events"
 
 
 def _check(name: str, seq: int) -> str:
@@ -122,9 +124,24 @@ def _writer(
                 with acked.lock:
                     acked.created.add(name)
                 acked.note(body)
+            _event(server, conn, acked, name)
             _bump(server, conn, acked, counter)
     except (OSError, http.client.HTTPException):
         return  # the server was killed mid-request: that write is unacknowledged
+
+
+def _event(server: Server, conn: http.client.HTTPConnection, acked: Acked, name: str) -> None:
+    """An Event (volatile: acknowledged without an fsync); only its resourceVersion counts."""
+    event = {
+        "metadata": {"name": f"{name}.ev"},
+        "involvedObject": {"kind": "ConfigMap", "namespace": "default", "name": name},
+        "reason": "Written",
+        "message": name,
+        "type": "Normal",
+    }
+    code, body = server.request(conn, "POST", EVENTS, event)
+    if code == 201:
+        acked.note(body)
 
 
 def _bump(server: Server, conn: http.client.HTTPConnection, acked: Acked, counter: str) -> None:

@@ -71,6 +71,13 @@ class ServerConfig:
     job_admission: bool = True
     # The range Services' cluster IPs come from (kube's default service CIDR).
     service_cidr: str = clusterips.DEFAULT_RANGE
+    # Seconds an Event lives after its last write (kube-apiserver's ``--event-ttl``, 1 h).
+    event_ttl: float = 3600.0
+
+
+# Events live in the store's volatile part, as kube keeps them (TTL'd, not fsynced): those
+# of core/v1 and of events.k8s.io/v1 (two store keys).
+EVENTS = frozenset({"core/events", "events.k8s.io/events"})
 
 
 def _now() -> datetime:
@@ -83,7 +90,12 @@ class ApiServer:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.token = auth.load_or_create_token(config.state_dir)
-        db = store.Store(path=config.state_dir / "store.db", history=config.history)
+        db = store.Store(
+            path=config.state_dir / "store.db",
+            history=config.history,
+            volatile=EVENTS,
+            volatile_ttl=config.event_ttl,
+        )
         self.state = ApiState(
             store=db,
             registry=resources.Registry(),

@@ -179,9 +179,7 @@ async def _stream(
         wait = interval if deadline is None else min(interval, deadline - time.monotonic())
         if wait <= 0:
             return
-        event: store.Event | None = None
-        with contextlib.suppress(TimeoutError):
-            event = await asyncio.wait_for(sub.queue.get(), timeout=wait)
+        event = await _next(sub, wait)
         if event is None:
             if bookmarks:
                 await resp.write(_bookmark(call, state.store.resource_version))
@@ -192,6 +190,18 @@ async def _stream(
         lines = [_line(*p) for e in chunk if (p := _filtered(call.rt, e, match)) is not None]
         if lines:
             await resp.write(b"".join(lines))
+
+
+async def _next(sub: store.Subscription, wait: float) -> store.Event | None:
+    """The next event, or None after ``wait`` seconds without one. A queued event is taken
+    at once; otherwise ``asyncio.timeout`` waits (``wait_for`` would start a task per event
+    per watcher, a measurable share of the server's CPU under many writes)."""
+    if not sub.queue.empty():
+        return sub.queue.get_nowait()
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(wait):
+            return await sub.queue.get()
+    return None
 
 
 def _drain(sub: store.Subscription) -> list[store.Event]:

@@ -75,7 +75,7 @@ async def insert(
     """Create ``obj`` (type already checked): 201 with the stored object. ``record`` sets its
     managedFields (default: an ``Update`` by the request's ``fieldManager``, if any)."""
     meta = admission.check_metadata(call, obj)
-    integers.check(call, obj)
+    _check_integers(call, obj)
     if call.rt.namespaced:
         await _ensure_namespace(state, call.namespace or "")
     if not meta.get("name") and meta.get("generateName"):
@@ -101,6 +101,13 @@ async def insert(
     if is_crd:
         crds.install(state, stored.obj)
     return _respond(stored, call, code=201, warnings=warnings)
+
+
+def _check_integers(call: Call, obj: dict[str, Any]) -> None:
+    """``integers.check``, whose schema walk is skipped when no number in ``obj`` could fail
+    it (the usual object: integers within ``int32``, no floats)."""
+    if objects.may_hold_bad_integer(obj):
+        integers.check(call, obj)
 
 
 def _admit_crd(call: Call, obj: dict[str, Any]) -> None:
@@ -233,9 +240,10 @@ async def write(
             "the object has been modified; please apply your changes to the latest version "
             "and try again",
         )
-    integers.check(call, obj)
+    _check_integers(call, obj)
     old = json.loads(current.raw)
-    new = objects.prepare_update(call.rt, old, obj, subresource=call.subresource)
+    scratch = json.loads(current.raw) if call.subresource == "status" else None
+    new = objects.prepare_update(call.rt, old, obj, subresource=call.subresource, scratch=scratch)
     deletion.check_new_finalizers(call, old, new)
     warnings = admission.admit(state, call, new, old)
     if call.rt.store_key == _PODS and call.subresource is None:
