@@ -28,12 +28,16 @@ chained with ``raise ... from exc`` so the cause is never lost::
                                    a request the embedded API server refuses (rendered as Status)
 
 Module neighbours: ``api.validation`` produces the field errors that ``InvalidJobError`` carries.
+A ``FieldError`` renders itself in kube-apiserver's words (``FieldError.body``, ``aggregate``):
+the one rendering the CLI, the webhooks' denials and the embedded API server's 422 use.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 
 class TrainopError(Exception):
@@ -57,21 +61,107 @@ class InvalidTemplateError(TrainopError):
     rendered into containers."""
 
 
+class _Omitted:
+    """The value of a field error that does not show one (kube's ``field.OmitValueType``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "OMITTED"
+
+
+OMITTED: Final = _Omitted()
+
+# Each type's phrase in kube's ``field.ErrorType.String()``, and the ``details.causes`` reason
+# kube-apiserver sends for it. The reasons are accepted as types too: a cause read back from a
+# server's Status (``kube.status``) keeps its reason as the type.
+_PHRASES: Final = {
+    "NotFound": ("Not found", "FieldValueNotFound"),
+    "Required": ("Required value", "FieldValueRequired"),
+    "Duplicate": ("Duplicate value", "FieldValueDuplicate"),
+    "Invalid": ("Invalid value", "FieldValueInvalid"),
+    "NotSupported": ("Unsupported value", "FieldValueNotSupported"),
+    "Forbidden": ("Forbidden", "FieldValueForbidden"),
+    "TooLong": ("Too long", "FieldValueTooLong"),
+    "TooMany": ("Too many", "FieldValueTooMany"),
+    "Internal": ("Internal error", "InternalError"),
+}
+_BY_REASON: Final = {reason: kind for kind, (_, reason) in _PHRASES.items()}
+# The types whose body never shows the value, whatever was given (kube's ``ErrorBody``).
+_VALUELESS: Final = frozenset({"Required", "Forbidden", "TooLong", "Internal"})
+
+
+def go_value(value: object) -> str:
+    """``value`` as kube's ``field.Error`` prints a bad value: strings quoted (Go's ``%q``),
+    numbers and booleans bare, ``null`` for nothing, anything else as compact JSON."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    try:
+        return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return json.dumps(str(value), ensure_ascii=False)
+
+
 @dataclass(frozen=True, slots=True)
 class FieldError:
     """One problem with one field, in Kubernetes ``field.Error`` terms.
 
     ``path`` is the JSON path in Kubernetes notation (map keys in brackets:
     ``spec.pytorchReplicaSpecs[Master].replicas``), ``type`` one of ``Required``, ``Invalid``,
-    ``Forbidden``, ``NotSupported``, ``Duplicate``, ``TooLong``; ``detail`` a human sentence.
+    ``Forbidden``, ``NotSupported``, ``Duplicate``, ``NotFound``, ``TooLong``, ``TooMany``,
+    ``Internal`` (or the matching cause reason, ``FieldValueInvalid``...); ``detail`` a human
+    sentence; ``value`` the bad value kube prints for the types that show one (``Invalid``,
+    ``NotSupported``, ``Duplicate``, ``NotFound``, ``TooMany``), ``OMITTED`` when the detail
+    carries it already or there is none to show.
+
+    ``str()`` is kube's ``field.Error.Error()``: ``<path>: <body>`` (see ``body``).
     """
 
     path: str
     type: str
     detail: str
+    value: object = OMITTED
+
+    @property
+    def reason(self) -> str:
+        """The ``details.causes[].reason`` kube-apiserver sends for this error."""
+        kind = _BY_REASON.get(self.type, self.type)
+        return _PHRASES[kind][1] if kind in _PHRASES else "FieldValueInvalid"
+
+    def body(self) -> str:
+        """The error without its path, as kube's ``ErrorBody`` words it: the type's phrase
+        (``Required value``, ``Invalid value``, ``Unsupported value``...), then the value for
+        the types that show one, then the detail: ``Invalid value: -1: must be greater than or
+        equal to 0``, ``Required value``. A detail that already starts with the phrase (written
+        in kube's words where it was found) is the whole body, never doubled."""
+        kind = _BY_REASON.get(self.type, self.type)
+        phrase = _PHRASES[kind][0] if kind in _PHRASES else self.type
+        if self.detail == phrase or self.detail.startswith(phrase + ": "):
+            return self.detail
+        shown = phrase
+        if kind not in _VALUELESS and self.value is not OMITTED:
+            shown += f": {go_value(self.value)}"
+        return f"{shown}: {self.detail}" if self.detail else shown
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.type}: {self.detail}"
+        return f"{self.path}: {self.body()}"
+
+
+def aggregate(errors: Sequence[FieldError]) -> str:
+    """Several field errors as kube prints a ``field.ErrorList``'s aggregate: one error alone,
+    several as ``[e1, e2]``, an error listed twice shown once."""
+    unique = list(dict.fromkeys(str(error) for error in errors))
+    if len(unique) == 1:
+        return unique[0]
+    return "[" + ", ".join(unique) + "]" if unique else ""
 
 
 class InvalidJobError(TrainopError):

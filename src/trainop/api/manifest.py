@@ -26,7 +26,13 @@ from trainop.api.fields import INT32_MAX, INT_RANGE_ERROR
 from trainop.api.kinds import kind_info
 from trainop.api.types import API_VERSION, Job
 from trainop.api.validation import Validation, validate, validate_update
-from trainop.errors import FieldError, InvalidJobError, ManifestError, UnknownKindError
+from trainop.errors import (
+    OMITTED,
+    FieldError,
+    InvalidJobError,
+    ManifestError,
+    UnknownKindError,
+)
 
 # Wire fields whose values are maps: the segment after one of these is a key, shown in brackets.
 _MAP_FIELDS = ("ReplicaSpecs", "replicaStatuses", "labels", "annotations", "minResources")
@@ -174,8 +180,8 @@ def _header_errors(obj: dict[str, Any]) -> list[FieldError]:
     errors = []
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if api_version != API_VERSION:
-        detail = f'unsupported value {api_version!r}: supported values: "{API_VERSION}"'
-        errors.append(FieldError("apiVersion", "NotSupported", detail))
+        detail = f'supported values: "{API_VERSION}"'
+        errors.append(FieldError("apiVersion", "NotSupported", detail, value=api_version))
     if not isinstance(kind, str) or not kind:
         errors.append(FieldError("kind", "Required", "must be one of the job kinds"))
     else:
@@ -197,7 +203,8 @@ def _field_errors(exc: ValidationError) -> list[FieldError]:
         if go_type is not None:
             found.append(_out_of_range(path, error["input"], go_type))
         else:
-            found.append(FieldError(path, *_classify(error["type"], error["msg"])))
+            kind, detail = _classify(error["type"], error["msg"])
+            found.append(FieldError(path, kind, detail, value=_shown_input(error)))
     return found
 
 
@@ -217,6 +224,15 @@ def _out_of_range(path: str, value: object, go_type: str) -> FieldError:
     decoding = f"json: cannot unmarshal number {value} into Go value of type {go_type}"
     detail = f"Invalid value: {value}: {decoding}"
     return FieldError(path, "Invalid", detail)
+
+
+def _shown_input(error: Any) -> object:
+    """The bad value a field error shows: the input when it is a scalar (kube prints it),
+    ``OMITTED`` for a mapping or list (too long to repeat) or a missing field."""
+    value = error.get("input")
+    if error["type"] == "missing" or not isinstance(value, str | int | float | bool):
+        return OMITTED
+    return value
 
 
 def _classify(error_type: str, message: str) -> tuple[str, str]:

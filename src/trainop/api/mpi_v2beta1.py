@@ -23,7 +23,7 @@ from pydantic import Field
 
 from trainop.api.fields import Bool, FieldPath, Int32, Str, WireModel
 from trainop.api.types import JobStatus, ObjectMeta, ReplicaSpec, RunPolicy
-from trainop.errors import FieldError
+from trainop.errors import FieldError, aggregate
 
 VERSION = "v2beta1"
 API_VERSION = f"kubeflow.org/{VERSION}"
@@ -221,9 +221,7 @@ def spec_errors(spec: MPIJobV2Beta1Spec) -> list[FieldError]:
 
 def validation_message(errors: list[FieldError]) -> str:
     """The ``ValidationError`` event message: upstream's aggregate, cut to 1024 bytes."""
-    texts = [str(e) for e in errors]
-    aggregate = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
-    message = f"Found validation errors: {aggregate}"
+    message = f"Found validation errors: {aggregate(errors)}"
     encoded = message.encode()
     if len(encoded) > 1024:
         message = encoded[:1021].decode(errors="ignore") + "..."
@@ -247,7 +245,7 @@ def _name_errors(job: MPIJobV2Beta1) -> list[FieldError]:
         f'will not able to create pod and service with invalid DNS label "{label}": '
         + ", ".join(problems)
     )
-    return [FieldError("metadata.name", "Invalid", detail)]
+    return [FieldError("metadata.name", "Invalid", detail, value=name)]
 
 
 def _replica_errors(specs: dict[str, ReplicaSpec], path: FieldPath) -> list[FieldError]:
@@ -281,7 +279,11 @@ def _replica_errors(specs: dict[str, ReplicaSpec], path: FieldPath) -> list[Fiel
                 )
             )
         if rtype == LAUNCHER and spec.replicas is not None and spec.replicas != 1:
-            errors.append(FieldError(str(where.child("replicas")), "Invalid", "must be 1"))
+            errors.append(
+                FieldError(
+                    str(where.child("replicas")), "Invalid", "must be 1", value=spec.replicas
+                )
+            )
         if rtype == WORKER and spec.replicas is not None and spec.replicas <= 0:
             errors.append(_at_least(where.child("replicas"), spec.replicas, 1))
     return errors

@@ -26,10 +26,13 @@ from trainop.errors import FieldError
 
 MAX_NAME_LENGTH = 63
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+# kube's ``IsDNS1035Label`` messages, which upstream's webhooks join after "should match: ".
 _DNS1035_DETAIL = (
-    "must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter and "
-    "ending with a letter or digit (e.g. 'my-job')"
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
+    "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
 )
+_NAME_LENGTH_DETAIL = f"must be no more than {MAX_NAME_LENGTH} characters"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,14 +69,14 @@ def validate_update(old: Job, new: Job) -> Validation:
     errors = list(result.errors)
     errors += new.spec.kind_update_errors(old.spec, path="spec")
     if old.run_policy.managed_by != new.run_policy.managed_by:
-        errors.append(_immutable("spec.runPolicy.managedBy"))
+        errors.append(_immutable("spec.runPolicy.managedBy", new.run_policy.managed_by))
     if _queue(old.run_policy) != _queue(new.run_policy) and _queue(old.run_policy) is not None:
         errors.append(_queue_immutable())
     return Validation(tuple(errors), result.warnings)
 
 
-def _immutable(path: str) -> FieldError:
-    return FieldError(path, "Invalid", "field is immutable")
+def _immutable(path: str, value: object) -> FieldError:
+    return FieldError(path, "Invalid", "field is immutable", value=value)
 
 
 def _queue_immutable() -> FieldError:
@@ -92,9 +95,11 @@ def _metadata_errors(job: Job, info: KindInfo) -> list[FieldError]:
         if job.metadata.generate_name:
             return []
         return [FieldError("metadata.name", "Required", "name or generateName is required")]
-    if len(name) > MAX_NAME_LENGTH or not _DNS1035.match(name):
-        detail = _DNS1035_DETAIL if _DNS1035.match(name) is None else "must be no more than 63"
-        return [FieldError("metadata.name", "Invalid", f"{name!r} {detail}")]
+    problems = [_NAME_LENGTH_DETAIL] if len(name) > MAX_NAME_LENGTH else []
+    problems += [] if _DNS1035.match(name) else [_DNS1035_DETAIL]
+    if problems:
+        detail = "should match: " + ",".join(problems)  # upstream's webhooks' words
+        return [FieldError("metadata.name", "Invalid", detail, value=name)]
     return _generated_name_errors(name, job.spec.replica_specs)
 
 
@@ -122,7 +127,9 @@ def _duplicate_type_errors(job: Job, info: KindInfo) -> list[FieldError]:
         if target in seen:
             path = FieldPath("spec").child(info.replica_specs_field).key(key)
             errors.append(
-                FieldError(str(path), "Duplicate", f"same replica type as {seen[target]}")
+                FieldError(
+                    str(path), "Duplicate", f"same replica type as {seen[target]}", value=key
+                )
             )
         seen[target] = key
     return errors
@@ -132,7 +139,7 @@ def _replica_specs_errors(job: Job, info: KindInfo) -> list[FieldError]:
     root = FieldPath("spec").child(info.replica_specs_field)
     specs = job.spec.replica_specs
     if not specs:
-        return [FieldError(str(root), "Required", "at least one replica type is required")]
+        return [FieldError(str(root), "Required", "must be required")]  # upstream's words
     errors = [
         FieldError(str(root.key(rt)), "Required", "must be present")
         for rt in info.required_types
@@ -141,10 +148,8 @@ def _replica_specs_errors(job: Job, info: KindInfo) -> list[FieldError]:
     for replica_type, spec in specs.items():
         path = root.key(replica_type)
         if replica_type not in info.replica_types:
-            supported = ", ".join(info.replica_types)
-            errors.append(
-                FieldError(str(path), "NotSupported", f"supported replica types: {supported}")
-            )
+            detail = "supported values: " + ", ".join(f'"{t}"' for t in info.replica_types)
+            errors.append(FieldError(str(path), "NotSupported", detail, value=replica_type))
             continue
         errors += _replica_count_errors(replica_type, spec, path, info)
         if replica_type in info.derived_types:
@@ -162,7 +167,7 @@ def _replica_count_errors(
     if replicas is None:
         return []
     if replicas < 0:
-        return [FieldError(where, "Invalid", "must be greater than or equal to 0")]
+        return [FieldError(where, "Invalid", "must be greater than or equal to 0", value=replicas)]
     if replica_type in info.single_replica_types and replicas != 1:
         return [FieldError(where, "Forbidden", "must be 1")]
     if replica_type in info.positive_replica_types and replicas < 1:
@@ -196,7 +201,8 @@ def _template_errors(template: Mapping, path: FieldPath, info: KindInfo) -> list
     errors += [e for e in found if e.path not in reported]
     names = [c.get("name") for c in containers if isinstance(c, dict)]
     if info.requires_default_container and info.default_container not in names:
-        detail = f"must have at least one container with name {info.default_container}"
+        quoted = f'"{info.default_container}"' if info.kind == "PaddleJob" else None  # upstream
+        detail = f"must have at least one container with name {quoted or info.default_container}"
         errors.append(FieldError(str(containers_path), "Required", detail))
     return errors
 
@@ -205,10 +211,11 @@ def _container_errors(container: object, path: FieldPath) -> list[FieldError]:
     if not isinstance(container, dict):
         return [FieldError(str(path), "Invalid", "must be an object (a Container)")]
     errors = []
-    for key in ("name", "image"):
+    # upstream's webhook: "must be required" for an image; a name is the CRD schema's rule
+    for key, missing in (("name", "Required value"), ("image", "must be required")):
         value = container.get(key)
         if value is None or value == "":
-            errors.append(FieldError(str(path.child(key)), "Required", "must be specified"))
+            errors.append(FieldError(str(path.child(key)), "Required", missing))
         elif not isinstance(value, str):
             errors.append(FieldError(str(path.child(key)), "Invalid", "must be a string"))
     for key in ("command", "args"):
@@ -224,8 +231,9 @@ def _run_policy_errors(policy: RunPolicy, path: FieldPath) -> list[FieldError]:
     errors = []
     if policy.managed_by is not None and policy.managed_by not in MANAGED_BY_VALUES:
         supported = ", ".join(f'"{v}"' for v in MANAGED_BY_VALUES)
-        detail = f'unsupported value "{policy.managed_by}": supported values: {supported}'
-        errors.append(FieldError(str(path.child("managedBy")), "NotSupported", detail))
+        detail = f"supported values: {supported}"
+        where = str(path.child("managedBy"))
+        errors.append(FieldError(where, "NotSupported", detail, value=policy.managed_by))
     bounds: list[tuple[str, int | None, int]] = [
         ("ttlSecondsAfterFinished", policy.ttl_seconds_after_finished, 0),
         ("activeDeadlineSeconds", policy.active_deadline_seconds, 1),
@@ -240,5 +248,5 @@ def _run_policy_errors(policy: RunPolicy, path: FieldPath) -> list[FieldError]:
     for name, value, low in bounds:
         if value is not None and value < low:
             detail = f"must be greater than or equal to {low}"
-            errors.append(FieldError(f"{path}.{name}", "Invalid", detail))
+            errors.append(FieldError(f"{path}.{name}", "Invalid", detail, value=value))
     return errors

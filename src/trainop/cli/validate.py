@@ -17,9 +17,10 @@ TrainJob's runtime is looked for among the file's documents, and when it is not 
 rules that need it are skipped with a warning.
 
 A valid job prints ``OK <Kind>/<name>`` plus its warnings; an invalid one prints one line per
-field error, ``FILE: <path>: <Type>: <detail>``. Exit codes (docs/cli.md): 0 when every job is
-valid; 2 for an invalid manifest, whatever its shape (not YAML, not a mapping, no documents, a
-field error), never a traceback; 1 when the file cannot be read.
+field error in kube-apiserver's words (``FieldError.__str__``), ``FILE: <path>: <body>``
+(``job.yaml: spec.jobMode: Required value: must be specified``). Exit codes (docs/cli.md): 0
+when every job is valid; 2 for an invalid manifest, whatever its shape (not YAML, not a
+mapping, no documents, a field error), never a traceback; 1 when the file cannot be read.
 """
 
 from __future__ import annotations

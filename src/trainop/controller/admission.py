@@ -10,8 +10,9 @@ on bad input.
   DELETE and CONNECT → allowed.
 - Denied: ``allowed: false`` and ``status {code: 403, reason: Forbidden, message}``, what
   controller-runtime's ``admission.Denied`` sends for a validator's error. The message is a
-  Kubernetes ``field.ErrorList`` aggregate: one error as ``path: Type: detail``, several as
-  ``[e1, e2]`` (duplicates dropped). A job that does not even parse (a string where a number
+  Kubernetes ``field.ErrorList`` aggregate in kube's words: one error as ``path: body``
+  (``spec.jobMode: Required value: must be specified``), several as ``[e1, e2]`` (duplicates
+  dropped). A job that does not even parse (a string where a number
   belongs) is denied the same way, naming the field.
 - Allowed: ``allowed: true``, ``status {code: 200}``. Warnings (deprecations) go in
   ``response.warnings`` whether the request is allowed or denied.
@@ -32,7 +33,7 @@ from typing import Any
 from trainop.api import manifest, validation
 from trainop.api.kinds import KindInfo
 from trainop.api.types import API_VERSION
-from trainop.errors import FieldError
+from trainop.errors import FieldError, aggregate
 
 CONFIGURATION_NAME = "validator.training-operator.kubeflow.org"
 REVIEW_KIND = "AdmissionReview"
@@ -66,9 +67,9 @@ def webhook_name(info: KindInfo) -> str:
 
 
 def denial_message(errors: tuple[FieldError, ...]) -> str:
-    """The errors as Kubernetes prints an aggregated ``field.ErrorList``."""
-    unique = list(dict.fromkeys(str(error) for error in errors))
-    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+    """The errors as Kubernetes prints an aggregated ``field.ErrorList`` (``errors.aggregate``:
+    ``spec.jobMode: Required value: must be specified``)."""
+    return aggregate(errors)
 
 
 def review(info: KindInfo, raw: bytes) -> Reply:
@@ -120,17 +121,19 @@ def _request(document: Review) -> Review:
         raise _MalformedError(f"the {REVIEW_KIND} has no request")
     uid = request.get("uid")
     if not isinstance(uid, str) or not uid:
-        raise _MalformedError("request.uid: Required: must be a non-empty string")
+        raise _MalformedError(
+            str(FieldError("request.uid", "Required", "must be a non-empty string"))
+        )
     return request
 
 
 def _decide(info: KindInfo, request: Review) -> validation.Validation:
     operation = request.get("operation")
     if operation not in _OPERATIONS:
-        supported = ", ".join(_OPERATIONS)
-        raise _MalformedError(
-            f"request.operation: NotSupported: {operation!r} is not one of {supported}"
-        )
+        supported = ", ".join(f'"{op}"' for op in _OPERATIONS)
+        detail = f"supported values: {supported}"
+        error = FieldError("request.operation", "NotSupported", detail, value=operation)
+        raise _MalformedError(str(error))
     if operation in _ALLOWED_WITHOUT_CHECKS:
         return validation.Validation()
     _check_request_kind(info, request.get("kind"))
@@ -155,7 +158,8 @@ def _check_request_kind(info: KindInfo, kind: object) -> None:
 def _job_object(info: KindInfo, request: Review, field: str) -> Review:
     obj = request.get(field)
     if not isinstance(obj, dict):
-        raise _MalformedError(f"request.{field}: Required: the {info.kind} is missing")
+        missing = FieldError(f"request.{field}", "Required", f"the {info.kind} is missing")
+        raise _MalformedError(str(missing))
     if obj.get("kind") != info.kind:
         raise _MalformedError(
             f"request.{field}.kind: this endpoint validates {info.kind}, got {obj.get('kind')!r}"

@@ -42,7 +42,7 @@ def test_bad_file_names_each_field(tmp_path: Path) -> None:
     )
     code, output = _run("validate", "-f", str(bad))
     assert code == 2
-    assert f"{bad}: spec.pytorchReplicaSpecs.Master.replicas: Invalid:" in output
+    assert f"{bad}: spec.pytorchReplicaSpecs.Master.replicas: Invalid value:" in output
     assert "must be of type integer" in output
     assert "Traceback" not in output
 
@@ -142,7 +142,7 @@ def test_a_v2beta1_spec_of_any_shape_names_the_field(tmp_path: Path) -> None:
         path = _job(tmp_path, spec, api_version="kubeflow.org/v2beta1")
         code, output = _run("validate", "-f", str(path))
         assert code == 2, output
-        assert f"{path}: spec: Invalid:" in output
+        assert f"{path}: spec: Invalid value:" in output
         assert "Traceback" not in output
 
 
@@ -151,7 +151,7 @@ def test_integers_are_bounded_as_kube_bounds_them(tmp_path: Path) -> None:
     code, output = _run("validate", "-f", str(_job(tmp_path, int32)))
     assert code == 2
     assert (
-        "spec.pytorchReplicaSpecs[Master].replicas: Invalid: Invalid value: 2147483648: json: "
+        "spec.pytorchReplicaSpecs[Master].replicas: Invalid value: 2147483648: json: "
         "cannot unmarshal number 2147483648 into Go value of type int32"
     ) in output
     int64 = (
@@ -161,7 +161,7 @@ def test_integers_are_bounded_as_kube_bounds_them(tmp_path: Path) -> None:
     code, output = _run("validate", "-f", str(_job(tmp_path, int64)))
     assert code == 2
     assert (
-        'spec.runPolicy.activeDeadlineSeconds: Invalid: Invalid value: "number": '
+        'spec.runPolicy.activeDeadlineSeconds: Invalid value: "number": '
         'spec.runPolicy.activeDeadlineSeconds in body must be of type integer: "number"'
     ) in output
 
@@ -207,4 +207,4 @@ def test_metadata_the_server_owns_is_not_judged_but_a_namespace_must_be_a_string
     )
     code, output = _run("validate", "-f", str(path))
     assert code == 2
-    assert f"{path}: metadata.namespace: Invalid: must be a string" in output
+    assert f"{path}: metadata.namespace: Invalid value: must be a string" in output

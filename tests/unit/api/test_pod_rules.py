@@ -273,6 +273,4 @@ def test_trainop_validate_refuses_a_template_that_would_leave_the_sandbox(tmp_pa
     result = CliRunner().invoke(main, ["validate", "-f", str(bad)])
     assert result.exit_code == 2
     where = "spec.pytorchReplicaSpecs[Master].template.spec.containers[0].volumeMounts[0].subPath"
-    assert f"{bad}: {where}: Invalid: Invalid value: \"../../etc\": must not contain '..'" in (
-        result.output
-    )
+    assert f"{bad}: {where}: Invalid value: \"../../etc\": must not contain '..'" in (result.output)

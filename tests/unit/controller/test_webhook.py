@@ -112,51 +112,71 @@ INVALID = [
         two_masters,
         "spec.tfReplicaSpecs: Forbidden: must not have more than 1 Chief or Master role",
     ),
-    ("TFJob", bad_name, "metadata.name: Invalid: 'Bad_Name' must be a DNS-1035 label"),
-    ("TFJob", tf_replicas_as_text, "spec.tfReplicaSpecs[Worker].replicas: Invalid: Input should"),
+    (
+        "TFJob",
+        bad_name,
+        'metadata.name: Invalid value: "Bad_Name": should match: a DNS-1035 label must consist '
+        "of lower case alphanumeric characters or '-', start with an alphabetic character, and "
+        "end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
+        "validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+    ),
+    (
+        "TFJob",
+        tf_replicas_as_text,
+        'spec.tfReplicaSpecs[Worker].replicas: Invalid value: "two": Input should',
+    ),
     (
         "PyTorchJob",
         pytorch_launcher,
-        "spec.pytorchReplicaSpecs[Launcher]: NotSupported: supported replica types: Master, Worker",
+        'spec.pytorchReplicaSpecs[Launcher]: Unsupported value: "Launcher": supported values: '
+        '"Master", "Worker"',
     ),
     (
         "PyTorchJob",
         pytorch_both_nproc,
         "spec.elasticPolicy.nProcPerNode: Forbidden: must not be used with spec.nprocPerNode",
     ),
-    ("XGBoostJob", no_xgb_master, "spec.xgbReplicaSpecs[Master]: Required: must be present"),
+    (
+        "XGBoostJob",
+        no_xgb_master,
+        "spec.xgbReplicaSpecs[Master]: Required value: must be present",
+    ),
     (
         "XGBoostJob",
         xgb_two_problems,
         "[spec.xgbReplicaSpecs[Master].replicas: Forbidden: must be 1, "
-        "spec.runPolicy.backoffLimit: Invalid: must be greater than or equal to 0]",
+        "spec.runPolicy.backoffLimit: Invalid value: -1: must be greater than or equal to 0]",
     ),
     (
         "PaddleJob",
         paddle_empty_image,
-        "spec.paddleReplicaSpecs[Worker].template.spec.containers[0].image: Required: "
-        "must be specified",
+        "spec.paddleReplicaSpecs[Worker].template.spec.containers[0].image: Required value: "
+        "must be required",
     ),
     (
         "PaddleJob",
         paddle_renamed_container,
-        "spec.paddleReplicaSpecs[Worker].template.spec.containers: Required: "
-        "must have at least one container with name paddle",
+        "spec.paddleReplicaSpecs[Worker].template.spec.containers: Required value: "
+        'must have at least one container with name "paddle"',
     ),
     (
         "JAXJob",
         jax_no_containers,
-        "spec.jaxReplicaSpecs[Worker].template.spec.containers: Required: must be specified",
+        "spec.jaxReplicaSpecs[Worker].template.spec.containers: Required value: must be specified",
     ),
-    ("JAXJob", jax_foreign_manager, "spec.runPolicy.managedBy: NotSupported: unsupported value"),
+    (
+        "JAXJob",
+        jax_foreign_manager,
+        'spec.runPolicy.managedBy: Unsupported value: "example.com/other": supported values: ',
+    ),
     ("MPIJob", mpi_two_launchers, "spec.mpiReplicaSpecs[Launcher].replicas: Forbidden: must be 1"),
     (
         "PyTorchJob",
         pytorch_escaping_sub_path,
         "spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].volumeMounts[0].subPath: "
-        "Invalid: Invalid value: \"..\": must not contain '..'",
+        "Invalid value: \"..\": must not contain '..'",
     ),
-    ("MXJob", mx_no_job_mode, "spec.jobMode: Required: must be specified"),
+    ("MXJob", mx_no_job_mode, "spec.jobMode: Required value: must be specified"),
 ]
 
 
@@ -221,7 +241,7 @@ def test_changing_managed_by_on_update_is_denied_for_every_kind(
         assert status == 200
         assert reply["response"]["allowed"] is False
         assert reply["response"]["status"]["message"] == (
-            "spec.runPolicy.managedBy: Invalid: field is immutable"
+            f'spec.runPolicy.managedBy: Invalid value: "{MANAGED_BY}": field is immutable'
         )
         # The same value on both sides is no change.
         status, reply = await served.post(kind, admission_review(new, operation="UPDATE", old=new))
@@ -284,7 +304,8 @@ MALFORMED: list[tuple[str, bytes | dict[str, Any], str]] = [
     (
         "unknown-operation",
         review_with(uid="u", operation="PATCH"),
-        "request.operation: NotSupported: 'PATCH'",
+        'request.operation: Unsupported value: "PATCH": supported values: "CREATE", "UPDATE", '
+        '"DELETE", "CONNECT"',
     ),
     ("no-object", review_with(uid="u", operation="CREATE"), "request.object: Required"),
     (

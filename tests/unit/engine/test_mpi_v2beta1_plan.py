@@ -267,8 +267,8 @@ def test_invalid_or_foreign_jobs_are_left_alone() -> None:
         (
             "Warning",
             "ValidationError",
-            "Found validation errors: spec.slotsPerWorker: Invalid: -1: must be greater than "
-            "or equal to 0",
+            "Found validation errors: spec.slotsPerWorker: Invalid value: -1: must be greater "
+            "than or equal to 0",
         )
     ]
     kueue = raw_job(runPolicy={"managedBy": "kueue.x-k8s.io/multikueue"})

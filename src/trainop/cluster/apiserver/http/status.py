@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from trainop.cluster.apiserver.rest import resources
-from trainop.errors import ApiError, FieldError
+from trainop.errors import ApiError, FieldError, aggregate
 
 
 class RequestError(ApiError):
@@ -102,20 +102,13 @@ def conflict(rt: resources.ResourceType, name: str, why: str) -> RequestError:
 
 
 def invalid(rt: resources.ResourceType, name: str, errors: Sequence[FieldError]) -> RequestError:
-    """422 Invalid with one cause per field error, as kube-apiserver words it."""
-    causes = [
-        {
-            "reason": _cause_reason(e.type),
-            "message": f"{_type_text(e)}: {e.detail}",
-            "field": e.path,
-        }
-        for e in errors
-    ]
-    listed = ", ".join(f"{e.path}: {_type_text(e)}: {e.detail}" for e in errors)
-    text = listed if len(errors) == 1 else f"[{listed}]"
+    """422 Invalid with one cause per field error, as kube-apiserver words it: the message
+    aggregates the errors (``FieldError.__str__``: ``spec.x: Required value``), each cause
+    carries the error's body (``Invalid value: -1: must be ...``) and reason."""
+    causes = [{"reason": e.reason, "message": e.body(), "field": e.path} for e in errors]
     details = {**_details(rt, name), "kind": rt.kind, "causes": causes}
     return RequestError(
-        f'{rt.kind} "{name}" is invalid: {text}',
+        f'{rt.kind} "{name}" is invalid: {aggregate(errors)}',
         status=422,
         reason="Invalid",
         details=details,
@@ -137,21 +130,6 @@ def rejected(
         reason="Invalid",
         details={**_details(rt, name), "kind": rt.kind, "causes": entries},
     )
-
-
-def _type_text(error: FieldError) -> str:
-    """kube's words for the error types whose name is not already a phrase."""
-    return {"TooLong": "Too long", "TooMany": "Too many"}.get(error.type, error.type)
-
-
-def _cause_reason(kind: str) -> str:
-    return {
-        "Required": "FieldValueRequired",
-        "Forbidden": "FieldValueForbidden",
-        "NotSupported": "FieldValueNotSupported",
-        "Duplicate": "FieldValueDuplicate",
-        "TooLong": "FieldValueTooLong",
-    }.get(kind, "FieldValueInvalid")
 
 
 def bad_request(message: str) -> RequestError:
