@@ -122,6 +122,9 @@ class JobSetController:
             except errors.ConflictError:  # the cached JobSet was stale: read it again
                 log.debug("jobset %s: status conflict; retrying", key)
                 self.queue.add_rate_limited(key)
+            except errors.NotFoundError:  # deleted during the pass (Ctrl-C of trainop run)
+                log.debug("jobset %s: an object was gone; retrying", key)
+                self.queue.add_rate_limited(key)
             except Exception:  # a worker boundary: log, retry with backoff
                 log.warning("jobset %s: pass failed; retrying", key, exc_info=True)
                 self.queue.add_rate_limited(key)
