@@ -75,7 +75,7 @@ MXVENV  ?= .venv-mxnet
 IMPIVENV ?= .venv-impi
 MPICHVENV ?= .venv-mpich
 E2E_RUN := TRAINOP_E2E_REQUIRE=1 $(BIN)/pytest -q -m e2e tests/e2e --durations=0 -rA -s
-CORE    := pytorch or xgboost or (mpi and not mpich and not impi)
+CORE    := pytorch or xgboost or (mpi and not mpich and not impi) or (trainjob and not jax)
 
 e2e-env: $(STAMP)
 	command -v mpirun >/dev/null || { apt-get update && apt-get install -y openmpi-bin libopenmpi-dev; }
