@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 .PHONY: help demo venv check lint format typecheck contracts test test-slow manifests clean \
-	kubectl-env e2e-env e2e-env-all e2e e2e-all container-env container-images docker-env
+	kubectl-env e2e-env e2e-env-all e2e e2e-all container-env container-images docker-env sdk-env
 
 help:
 	@echo "make demo       install and run a real distributed PyTorch job locally (trainop run)"
@@ -16,7 +16,7 @@ help:
 	@echo "make manifests  regenerate manifests/crds and docs/api-reference.md"
 	@echo "make test-slow  the slow integration suites (marker: slow)"
 	@echo "make format     apply ruff format and the auto-fixable lint rules"
-	@echo "make e2e        examples end to end: PyTorch, XGBoost, MPI (installs them: e2e-env)"
+	@echo "make e2e        examples end to end: PyTorch, XGBoost, MPI (installs them: e2e-env), the Kubeflow SDK"
 	@echo "make e2e-all    every framework's example (installs them: e2e-env-all, .venv-mxnet, .venv-mpich, .venv-impi)"
 	@echo "make container-env     podman, runc, mmdebstrap from apt (for --runtime podman)"
 	@echo "make container-images  the container e2e test's local images (no registry needed)"
@@ -75,7 +75,8 @@ MXVENV  ?= .venv-mxnet
 IMPIVENV ?= .venv-impi
 MPICHVENV ?= .venv-mpich
 E2E_RUN := TRAINOP_E2E_REQUIRE=1 $(BIN)/pytest -q -m e2e tests/e2e --durations=0 -rA -s
-CORE    := pytorch or xgboost or (mpi and not mpich and not impi) or (trainjob and not jax)
+CORE    := pytorch or xgboost or (mpi and not mpich and not impi) or (trainjob and not jax) or kubeflow_sdk
+SDKVENV ?= .venv-kubeflow-sdk
 
 e2e-env: $(STAMP)
 	command -v mpirun >/dev/null || { apt-get update && apt-get install -y openmpi-bin libopenmpi-dev; }
@@ -108,12 +109,21 @@ $(IMPIVENV)/.installed:
 	$(IMPIVENV)/bin/python -m pip install --quiet 'mpi4py==4.1.2'
 	touch $@
 
+# The Kubeflow SDK 0.5.0 from PyPI, unchanged, in its own venv: tests/e2e/test_kubeflow_sdk.py
+# drives it against `trainop local up` (docs/design/134). About 45 s the first time.
+sdk-env: $(SDKVENV)/.installed
+
+$(SDKVENV)/.installed:
+	$(PYTHON) -m venv $(SDKVENV)
+	$(SDKVENV)/bin/python -m pip install --quiet 'kubeflow==0.5.0'
+	touch $@
+
 $(MXVENV)/.installed:
 	$(PYTHON) -m venv $(MXVENV)
 	$(MXVENV)/bin/python -m pip install --quiet 'mxnet==1.9.1' 'numpy<1.24'
 	touch $@
 
-e2e: e2e-env kubectl-env container-env container-images operator-image
+e2e: e2e-env sdk-env kubectl-env container-env container-images operator-image
 	$(E2E_RUN) -k '$(CORE) or containers'
 
 # Containers (--runtime podman, docs/design/095): Debian's podman with runc (crun fails on
@@ -162,11 +172,11 @@ docker-env:
 		docker info >/dev/null 2>&1 || \
 		echo "docker-env: dockerd does not answer (see $(DOCKERD_LOG)): skipped"; fi
 
-e2e-all: e2e-env-all kubectl-env container-env container-images operator-image
+e2e-all: e2e-env-all sdk-env kubectl-env container-env container-images operator-image
 	$(E2E_RUN)
 
 manifests: $(STAMP)
 	$(BIN)/trainop manifests generate
 
 clean:
-	rm -rf $(VENV) $(MXVENV) $(IMPIVENV) $(MPICHVENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(MXVENV) $(IMPIVENV) $(MPICHVENV) $(SDKVENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
