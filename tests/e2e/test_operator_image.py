@@ -16,7 +16,9 @@ TLS for ``training-operator.kubeflow.svc``; a PyTorchJob applied with kubectl Su
 pod got the cluster topology (``MASTER_ADDR`` = the master pod's name, port 23456, which the
 embedded operator of a process session would not give), and the container's own metrics count
 the job; SIGTERM stops the container with exit code 0 and the Lease released. Markers ``e2e``
-and ``containers``; skipped with the reason where podman or the image is missing.
+and ``containers``; skipped with the reason where podman or the image is missing. A second test
+runs the Trainer overlay's container (every kind and TrainJob): ready against ``local up``, which
+serves the JobSet CRD, its CA in Trainer's two webhook configurations, the defaulter answering.
 """
 
 from __future__ import annotations
@@ -44,11 +46,14 @@ import yaml
 
 import trainop
 from tests import polling
+from tests.unit.deploy import kustomize
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOYMENT = ROOT / "manifests" / "base" / "deployment.yaml"
 STANDALONE = ROOT / "manifests" / "overlays" / "standalone"
 WEBHOOKS = ROOT / "manifests" / "base" / "validating-webhook-configuration.yaml"
+TRAINER_OVERLAY = ROOT / "manifests" / "overlays" / "trainer"
+TRAINER_WEBHOOKS = ROOT / "manifests" / "trainer" / "webhooks"
 IMAGE = f"localhost/trainop:{trainop.__version__}"
 NAMESPACE = "kubeflow"  # the standalone overlay's: MY_POD_NAMESPACE
 TRAINOP = (sys.executable, "-m", "trainop.cli.main")
@@ -270,9 +275,15 @@ def _succeeded(session: Session) -> bool | polling.NotYet:
     return state.get("Succeeded") == "True" or polling.NotYet(conditions)
 
 
-def _webhook_review(ca: bytes, port: int, service: str, job: dict[str, Any]) -> dict[str, Any]:
-    """POST an AdmissionReview for ``job`` to the webhook over TLS, trusting only ``ca`` and
-    checking the certificate names ``service`` (as the API server does)."""
+def _webhook_review(
+    ca: bytes,
+    port: int,
+    service: str,
+    job: dict[str, Any],
+    path: str = "/validate-kubeflow-org-v1-pytorchjob",
+) -> dict[str, Any]:
+    """POST an AdmissionReview for ``job`` to the webhook's ``path`` over TLS, trusting only
+    ``ca`` and checking the certificate names ``service`` (as the API server does)."""
     review = {
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
@@ -280,7 +291,7 @@ def _webhook_review(ca: bytes, port: int, service: str, job: dict[str, Any]) -> 
     }
     body = json.dumps(review).encode()
     head = (
-        f"POST /validate-kubeflow-org-v1-pytorchjob HTTP/1.1\r\nHost: {service}\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: {service}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
         "Connection: close\r\n\r\n"
     )
@@ -367,3 +378,64 @@ def _check_sigterm_stops_it_cleanly(session: Session, name: str, flags: dict[str
     assert code == "0", "SIGTERM stops the operator cleanly"
     lease = session.get("lease", "-n", NAMESPACE, flags["leader-election-id"])
     assert not lease["spec"].get("holderIdentity"), lease["spec"]
+
+
+def _trainer_container() -> dict[str, Any]:
+    """The operator's container as the Trainer overlay renders it (every kind, TrainJob too)."""
+    [deployment] = [o for o in kustomize.build(TRAINER_OVERLAY) if o["kind"] == "Deployment"]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert "--enable-scheme=trainjob" in container["args"]
+    assert isinstance(container, dict)
+    return container
+
+
+def test_the_image_with_trainjob_enabled_becomes_ready_and_serves_trainers_webhooks(
+    session: Session,
+) -> None:
+    """The Trainer overlay's container against ``local up`` (which serves the JobSet CRD):
+    ``/readyz`` answers 200, the CA is injected into Trainer's two webhook configurations, and
+    the TrainJob defaulter answers over TLS on its spec 6.1 path."""
+    container, flags = _trainer_container(), _deployment_flags()
+    session.run_kubectl("apply", "-f", str(STANDALONE / "namespace.yaml"))
+    secret = str(STANDALONE / "webhook-cert-secret.yaml")
+    session.run_kubectl("apply", "-n", NAMESPACE, "-f", secret, "-f", str(WEBHOOKS))
+    session.run_kubectl("apply", "-k", str(TRAINER_WEBHOOKS))
+    with _operator(session, container) as name:
+        port = container["readinessProbe"]["httpGet"]["port"]
+        ready = polling.wait_for(
+            lambda: _ready(session, name, port),
+            timeout=90,
+            what="the operator container's /readyz (TrainJob enabled)",
+            interval=0.2,
+        )
+        assert ready[0] == 200, ready
+        stored = session.get("secret", "-n", NAMESPACE, flags["webhook-secret-name"])
+        for kind, configuration in (
+            ("mutatingwebhookconfiguration", "defaulter.trainer.kubeflow.org"),
+            ("validatingwebhookconfiguration", "validator.trainer.kubeflow.org"),
+        ):
+            webhooks = session.get(kind, configuration)["webhooks"]
+            bundles = {w["clientConfig"].get("caBundle") for w in webhooks}
+            assert bundles == {stored["data"]["ca.crt"]}, configuration
+        trainjob = {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": "tj", "namespace": "default"},
+            "spec": {"runtimeRef": {"name": "torch-distributed"},
+                     "runtimePatches": [{"manager": "example.com/m"}]},
+        }  # fmt: skip
+        service = f"{flags['webhook-service-name']}.{NAMESPACE}.svc"
+        defaulted = _webhook_review(
+            base64.b64decode(stored["data"]["ca.crt"]),
+            int(flags["webhook-server-port"]),
+            service,
+            trainjob,
+            path="/mutate-trainer-kubeflow-org-v1alpha1-trainjob",
+        )
+        assert defaulted["allowed"] is True, defaulted
+        assert defaulted["patchType"] == "JSONPatch"
+        [patch] = json.loads(base64.b64decode(defaulted["patch"]))
+        [stamped] = patch["value"]
+        assert stamped["manager"] == "example.com/m"
+        assert stamped["time"].endswith("Z"), "the defaulter stamps runtimePatches[].time"
+        _check_sigterm_stops_it_cleanly(session, name, flags)
