@@ -151,6 +151,13 @@ class Verdict:
     answer: Any = None  # the server's body: the object it would store, or a Status
 
 
+# kube's field.ErrorType phrases, one of which follows the path of every field error line
+_PHRASES = (
+    r"(Required value|Invalid value|Unsupported value|Duplicate value|Not found|Forbidden|"
+    r"Too long|Too many|Internal error)(: |$)"
+)
+
+
 def validate_verdict(job: dict[str, Any], mode: str | None, tmp: Path) -> Verdict:
     """``trainop validate`` on ``job`` (as a YAML file); it must exit 0 or 2, never raise,
     and every line of a refusal must name a field."""
@@ -167,7 +174,7 @@ def validate_verdict(job: dict[str, Any], mode: str | None, tmp: Path) -> Verdic
     output = result.output
     assert result.exit_code in (0, 2), (result.exit_code, output, job)
     if result.exit_code == 2:
-        field_line = re.compile(re.escape(str(path)) + r": (?P<path>.+?): [A-Z][A-Za-z]+: ")
+        field_line = re.compile(re.escape(str(path)) + r": (?P<path>.+?): " + _PHRASES)
         errors = [line for line in output.split("\n") if line.startswith(str(path))]
         assert errors, (output, job)
         assert all(field_line.match(line) for line in errors), (output, job)

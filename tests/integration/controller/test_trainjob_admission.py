@@ -57,7 +57,7 @@ def test_a_trainjob_whose_runtime_is_missing_is_denied_by_the_webhook(api: Api) 
     message = json.loads(error.body)["message"]
     assert message.startswith(
         'admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request: '
-        "spec.runtimeRef: Invalid: "
+        "spec.runtimeRef: Invalid value: "
     )
     assert message.endswith(
         "specified trainingRuntime must be created before the TrainJob is created"
