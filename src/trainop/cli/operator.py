@@ -25,7 +25,8 @@ from trainop.engine.plan import EngineOptions
 from trainop.frameworks import pytorch
 from trainop.frameworks.options import DEFAULT_PYTORCH_INIT_CONTAINER_TEMPLATE, FrameworkOptions
 
-# The v1 kinds, and Trainer v2's TrainJob (with its runtimes; never enabled by default).
+# The v1 kinds, and Trainer v2's TrainJob (with its runtimes; never enabled by default, so
+# that an operator dropped in for upstream's v1 one never races an upstream Trainer: note 112).
 _SCHEMES = {info.kind.lower(): info.kind for info in KINDS} | {TRAINJOB.lower(): TRAINJOB}
 _LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "error": logging.ERROR}
 
@@ -51,7 +52,8 @@ def _schemes(
     callback=_schemes,
     help=(
         "Kind to run (repeatable, case-insensitive); none means every kubeflow.org/v1 kind. "
-        "TrainJob (Trainer v2, needs the JobSet CRD) runs only when named."
+        "TrainJob (Trainer v2, needs the JobSet CRD) runs only when named, even where JobSet "
+        "is served (manifests/overlays/trainer names it with every v1 kind)."
     ),
 )
 @click.option(

@@ -113,6 +113,16 @@ def test_only_the_args_change_and_they_enable_every_v1_kind_and_trainjob() -> No
     assert [info.kind for info in config.manager.enabled()] == [info.kind for info in KINDS]
 
 
+def test_the_standalone_operator_never_runs_trainjobs() -> None:
+    """Note 112: TrainJob is opt-in, whether or not the cluster serves JobSet."""
+    [standalone] = [o for o in STANDALONE if o["kind"] == "Deployment"]
+    args = container(standalone)["args"]
+    assert not [arg for arg in args if arg.startswith("--enable-scheme")]
+    config = config_from_flags(operator_command.make_context("operator", args).params)
+    assert not config.manager.trainjobs
+    assert sorted(info.kind for info in config.manager.enabled()) == sorted(i.kind for i in KINDS)
+
+
 def test_the_webhook_configurations_are_spec_6_1s() -> None:
     mutating = the("MutatingWebhookConfiguration", DEFAULTER)["webhooks"]
     validating = the("ValidatingWebhookConfiguration", VALIDATOR)["webhooks"]
