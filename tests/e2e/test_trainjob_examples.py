@@ -3,7 +3,8 @@
 Under ``trainop run`` (one case per example): the exit status is the TrainJob's result and
 each line carries its pod's ``[<replicatedJob>-<job>-<pod>]`` prefix; the scripts' ``PROOF ...
 OK`` lines show that the processes cooperated. Under ``trainop local up`` + ``kubectl apply``:
-all of them at once, plus a second copy of the torch example under another name, so two torch
+all of them at once (the OpenMPI launcher reaching its nodes through the kubelet's exec),
+plus a second copy of the torch example under another name, so two torch
 TrainJobs rendezvous at the same time on one loopback, each on the port recorded for it; each
 ends ``Complete`` (``Failed`` for ``fail-restart.yaml``, after exactly one JobSet restart).
 Marked ``e2e`` (``make e2e``); a framework that is not installed skips its case, unless
@@ -33,6 +34,7 @@ CASES = {
     "trainjob/torch-ddp": Case("trainjob/torch-ddp.yaml", ("torch",), proofs=4),
     "trainjob/xgboost": Case("trainjob/xgboost.yaml", ("xgboost",), proofs=2),
     "trainjob/initializers": Case("trainjob/initializers.yaml", (), proofs=1),
+    "trainjob/mpi": Case("trainjob/mpi.yaml", ("mpi4py", "mpirun"), proofs=1),
     "trainjob/fail-restart": Case(
         "trainjob/fail-restart.yaml",
         (),
@@ -112,7 +114,7 @@ def _applied(kubectl: list[str], path: Path, name: str | None = None) -> list[st
 def test_trainjob_examples_applied_together_with_kubectl_against_local_up(
     kubectl: list[str],  # noqa: F811
 ) -> None:
-    wanted = {"torch": ("torch",), "xgboost": ("xgboost",)}
+    wanted = {"torch": ("torch",), "xgboost": ("xgboost",), "mpi": ("mpi4py", "mpirun")}
     _require([m for needs in wanted.values() for m in _missing(Case("", needs, 0))], "local up")
     runtimes = _run(kubectl, "get", "clustertrainingruntimes", "-o", "name")
     assert "clustertrainingruntime.trainer.kubeflow.org/torch-distributed" in runtimes
@@ -124,6 +126,7 @@ def test_trainjob_examples_applied_together_with_kubectl_against_local_up(
     complete += _applied(kubectl, EXAMPLES / "torch-ddp.yaml", "torch-ddp-twin")
     complete += _applied(kubectl, EXAMPLES / "xgboost.yaml")
     complete += _applied(kubectl, EXAMPLES / "initializers.yaml")
+    complete += _applied(kubectl, EXAMPLES / "mpi.yaml")
     failed = _applied(kubectl, EXAMPLES / "fail-restart.yaml")
     for name in complete:
         _run(kubectl, "wait", "--for=condition=Complete", f"trainjob/{name}", "--timeout=240s",
@@ -145,7 +148,8 @@ def test_trainjob_examples_applied_together_with_kubectl_against_local_up(
         for name in ("torch-ddp", "torch-ddp-twin")
     ]
     assert ports[0]["torch-ddp-node-0-0"] != ports[1]["torch-ddp-twin-node-0-0"], ports
-    for name, proofs in (("torch-ddp", 4), ("torch-ddp-twin", 4), ("xgboost", 2), ("steps", 1)):
+    proofs_of = {"torch-ddp": 4, "torch-ddp-twin": 4, "xgboost": 2, "steps": 1, "mpi": 1}
+    for name, proofs in proofs_of.items():
         logs = _run(kubectl, "logs", "-l", f"jobset.sigs.k8s.io/jobset-name={name}",
                     "--tail=-1", "--prefix")  # fmt: skip
         assert logs.count("PROOF") == proofs, logs

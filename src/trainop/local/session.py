@@ -145,7 +145,10 @@ class LocalCluster:
             if not self._cluster_addressing:  # one pool: no two jobs of any kind share a port
                 pool = ports.PortPool(ports=self._config.ports)
                 topologies = LocalTopologySource(client=self._client, pool=pool)
-                networks = LocalTrainJobNetworks(client=self._client, pool=pool)
+                launcher = mpi_launcher_env(self._config.manager.engine.frameworks)
+                networks = LocalTrainJobNetworks(
+                    client=self._client, pool=pool, launcher_env=launcher
+                )
             kubelet = self.kubelet = self._kubelet_factory(self._client, self._clock)
             jobs = batchjob.LocalJobController(client=self._client, clock=self._clock)
             self._tasks = [
@@ -367,6 +370,20 @@ def container_frameworks(options: FrameworkOptions, *, by_name: bool = True) -> 
         mpi_kubectl_delivery=False,
         mpi_ssh_command=containers.ssh_command(),
         mpi_real_ssh_to_sshd_workers=by_name,
+    )
+
+
+def mpi_launcher_env(options: FrameworkOptions) -> tuple[tuple[str, str], ...]:
+    """What an MPI TrainJob's launcher needs in a process session (note 133), as v1 launchers
+    get it: the remote shell through the kubelet's exec, the hostfile under the pod's root,
+    Open MPI's TCP on loopback. Empty where no remote shell is set (not a machine cluster)."""
+    if not options.mpi_ssh_command:
+        return ()
+    hostfile = f"{options.container_root}/etc/mpi/hostfile"
+    return (
+        ("OMPI_MCA_plm_rsh_agent", options.mpi_ssh_command),
+        ("OMPI_MCA_orte_default_hostfile", hostfile),
+        *options.mpi_launcher_env,
     )
 
 

@@ -4,7 +4,8 @@ Under the process runtime every pod shares the host's loopback and no pod DNS na
 (``<tj>-node-0-0.<tj>``) resolves, and two TrainJobs would both listen on 29500. As for v1 jobs
 (``local.topology``, note 006), the TrainJob planner gets a ``PodNetwork`` with ``127.0.0.1`` and
 a port of the session's pool for each endpoint a plugin puts into env
-(``engine.trainer.network.endpoints_used``: the rank-0 trainer pod for Torch, JAX, XGBoost).
+(``engine.trainer.network.endpoints_used``: the rank-0 trainer pod for Torch, JAX, XGBoost);
+an MPI launcher gets ``launcher_env`` (the session's remote shell through the kubelet's exec).
 The ports are allocated the first time the TrainJob is planned to run (not suspended, not
 finished, managed by Trainer) and written to the TrainJob's annotation
 ``local.trainop.dev/ports`` with a metadata merge patch; ``for_trainjob`` then answers None (the
@@ -53,9 +54,11 @@ class LocalTrainJobNetworks:
         client: Client,
         pool: portpool.PortPool,
         retry_after: timedelta = RETRY_AFTER,
+        launcher_env: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self._client = client
         self.pool = pool
+        self._launcher_env = launcher_env  # an MPI launcher's remote shell and loopback TCP
         self._retry_after = retry_after
         self._uids: dict[str, str] = {}  # namespace/name -> uid holding ports
         self._waiting: set[str] = set()  # uids told (by an event) that they wait for ports
@@ -73,13 +76,13 @@ class LocalTrainJobNetworks:
         recorded = recorded_ports(raw)
         if not needs_ports(raw):
             self._release(uid)
-            return network.PodNetwork(address=LOOPBACK, ports=recorded)
+            return self._network(recorded)
         wanted = network.endpoints_used(raw, runtime)
         kept = {n: p for n, p in recorded.items() if n in wanted and self.pool.claim(uid, n, p)}
         missing = [n for n in wanted if n not in kept]
         if not missing:
             self._waiting.discard(uid)
-            return network.PodNetwork(address=LOOPBACK, ports=kept)
+            return self._network(kept)
         await self._claim_recorded()
         try:
             allocated = await self.pool.allocate(uid, missing)
@@ -92,6 +95,9 @@ class LocalTrainJobNetworks:
         self._waiting.discard(uid)
         await self._record(raw, recorded | kept | allocated)
         return None
+
+    def _network(self, ports: dict[str, int]) -> network.PodNetwork:
+        return network.PodNetwork(address=LOOPBACK, ports=ports, launcher_env=self._launcher_env)
 
     async def forget_trainjob(self, *, namespace: str, name: str) -> None:
         uid = self._uids.pop(f"{namespace or 'default'}/{name}", None)

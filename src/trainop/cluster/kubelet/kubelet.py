@@ -293,11 +293,21 @@ class Kubelet(KubeletShell):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(change.wait(), timeout=remaining)
 
+    def _by_hostname(self, namespace: str, hostname: str) -> PodRun | None:
+        """The running pod whose ``spec.hostname`` is ``hostname``: an MPI TrainJob's hostfile
+        names JobSet pods by hostname (``<tj>-node-0-0``), their pod names carry a suffix."""
+        for (found_namespace, _), run in self._runs.items():
+            spec = run.pod.get("spec") or {}
+            same = found_namespace == namespace and spec.get("hostname") == hostname
+            if same and not run.stopping and not run.state.is_terminal:
+                return run
+        return None
+
     def _exec_lookup(
         self, namespace: str, name: str, container: str
     ) -> tuple[tuple[Launch, Running] | str, bool]:
         """The exec target or why not, and whether that may change (the pod is starting)."""
-        run = self._runs.get((namespace, name))
+        run = self._runs.get((namespace, name)) or self._by_hostname(namespace, name)
         if run is None:
             return f'pods "{name}" not found', False
         names = [c.name for c in run.state.all_containers()]

@@ -9,6 +9,11 @@ plugin's fixed port (29500). A local process session, where every pod shares one
 no pod name resolves, passes ``address="127.0.0.1"`` and a port per endpoint it allocated
 and recorded (``local/trainjob_topology.py``), so two TrainJobs never collide.
 
+MPI's hostfile keeps the pods' names (its launcher reaches them by a remote shell, not by
+address); ``launcher_env`` is what that launcher needs in a session (the process session's
+remote shell through the kubelet's exec, the hostfile's path under the pod's root, Open MPI's
+TCP on loopback), written after the plugin's own ``OMPI_MCA_*`` (empty on a cluster).
+
 ``endpoints_used`` says which endpoints the active plugins address (the rank-0 trainer pod for
 Torch, JAX and XGBoost), so a local source allocates a port for those only. Pure.
 """
@@ -31,11 +36,12 @@ class PodNetwork:
     ``address`` None: by its DNS name (a cluster, or a container session network that resolves
     ``<hostname>.<subdomain>``); else every pod at that address. ``ports`` maps an endpoint's
     pod hostname (``<tj>-<rj>-<replica>-<pod>``) to the port it was given; an endpoint without
-    one keeps the plugin's port.
+    one keeps the plugin's port. ``launcher_env``: extra env of the MPI launcher (above).
     """
 
     address: str | None = None
     ports: Mapping[str, int] = field(default_factory=dict)
+    launcher_env: tuple[tuple[str, str], ...] = ()
 
     def host(self, endpoint: str) -> str:
         """The host to reach ``endpoint`` (a pod DNS name) by."""

@@ -16,6 +16,7 @@ from tests.unit.engine.trainer.builders import (
     trainjob,
     wrapper_jobs,
 )
+from tests.unit.engine.trainer.test_golden_g4_g5_mpi import OMPI, g4_runtime, g4_trainjob
 
 from trainop.engine.trainer.network import PodNetwork, endpoints_used
 from trainop.engine.trainer.plan import Observed, plan
@@ -71,3 +72,16 @@ def test_endpoints_used_are_those_a_plugin_addresses(
 ) -> None:
     rt = runtime("alpha", wrapper_jobs(), ml_policy={"numNodes": 1, **policy})
     assert endpoints_used(trainjob("alpha", "alpha"), rt) == expected
+
+
+def test_an_mpi_launcher_gets_the_networks_launcher_env_and_the_hostfile_keeps_names() -> None:
+    shell = (("OMPI_MCA_plm_rsh_agent", "/state/bin/ssh"), ("OMPI_MCA_btl_tcp_if_include", "lo"))
+    network = PodNetwork(address="127.0.0.1", launcher_env=shell)
+    result = plan(
+        g4_trainjob(), g4_runtime(8), observed=Observed(), now=NOW, new_ssh_keys=keys,
+        network=network,
+    )  # fmt: skip
+    launcher = env_by_name(main_container(applied(result, "JobSet"), "launcher"))
+    assert launcher == {**OMPI, **dict(shell)}
+    hostfile = next(o for o in result.apply if o["metadata"]["name"] == "alpha-mpi-hostfile")
+    assert hostfile["data"]["hostfile"].startswith("alpha-node-0-0.alpha slots=8\n")

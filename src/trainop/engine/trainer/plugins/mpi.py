@@ -4,7 +4,8 @@ Active when ``mlPolicy.mpi`` is set. Enforce: the PodSet named ``node`` gets ``t
 (minus one when the launcher also runs as a node); slots per host = the TrainJob's
 ``numProcPerNode``, else the GPU count when the runtime says 1 and there are several GPUs, else
 the runtime's value; both ``node`` and ``launcher`` mount the SSH Secret, the launcher also the
-hostfile ConfigMap at ``/etc/mpi`` and gets the four ``OMPI_MCA_*`` vars (only containers named
+hostfile ConfigMap at ``/etc/mpi`` and gets the four ``OMPI_MCA_*`` vars, then the pod
+network's ``launcher_env`` (a local session's remote shell, note 133; only containers named
 ``node`` are touched). Build: the SSH Secret ``<tj>-mpi-ssh-auth`` (only when absent; its key pair
 from ``new_ssh_keys``, the controller's generator) and the hostfile ``<tj>-mpi-hostfile``, one
 ``<host> slots=<n>`` line per host pod in template order.
@@ -116,6 +117,7 @@ def enforce(info: RuntimeInfo) -> None:
             if is_launcher:
                 k.upsert_mount(container, {"name": HOSTFILE_VOLUME, "mountPath": HOSTFILE_DIR})
                 k.upsert_env(container, _launcher_env(slot_count))
+                k.upsert_env(container, [k.env(n, v) for n, v in info.network.launcher_env])
 
 
 def hostfile(info: RuntimeInfo) -> str:
