@@ -10,7 +10,8 @@ Invariants:
 - A write is acknowledged (its future resolves) only after the SQLite transaction holding it
   has committed with ``synchronous=FULL`` in WAL mode, i.e. after fsync. Writes are queued to
   one writer thread that commits whatever has queued up as one transaction (group commit), so
-  a crash loses only unacknowledged writes and never half of one.
+  a crash loses only unacknowledged writes and never half of one. The writes of one event-loop
+  iteration reach the writer as one hand-off (``_flush``), not one thread wake-up each.
 - resourceVersions are assigned in call order on the event-loop thread and committed in that
   order by the single writer, so the durable order, the committed view and the event log
   agree. The counter itself is stored in the same transaction, so it never goes backwards
@@ -164,7 +165,8 @@ class Store:
         self._reserved = self._rv  # no rv above this is durably accounted for yet
         self._committed_rv = self._rv
         self._floor_rv = self._rv  # events with rv > floor are in the log
-        self._queue: queue.SimpleQueue[_Write | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[list[_Write] | None] = queue.SimpleQueue()
+        self._outbox: list[_Write] = []  # this loop iteration's writes, handed over at its end
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -184,6 +186,7 @@ class Store:
         if self._sweeper is not None:
             self._sweeper.cancel()
         if self._thread is not None:
+            self._flush()
             self._queue.put(None)
             await asyncio.to_thread(self._thread.join)
             self._thread = None
@@ -303,8 +306,15 @@ class Store:
             self._reserved = rv + _RV_BLOCK
         ceiling = max(rv, self._reserved)
         self._inflight.append(rv)
-        self._queue.put(_Write(key, rv, stored, event, future, ceiling, volatile))
+        self._outbox.append(_Write(key, rv, stored, event, future, ceiling, volatile))
+        if len(self._outbox) == 1:
+            self._loop.call_soon(self._flush)
         return future
+
+    def _flush(self) -> None:
+        if self._outbox:
+            self._queue.put(self._outbox)
+            self._outbox = []
 
     def _release(self) -> None:
         """Apply the held volatile writes that no queued durable write precedes."""
@@ -324,7 +334,7 @@ class Store:
             first = self._queue.get()
             if first is None:
                 return
-            batch = [first]
+            batch = list(first)
             stop = self._drain_into(batch)
             error = self._commit(batch)
             assert self._loop is not None
@@ -343,7 +353,7 @@ class Store:
                 return False
             if item is None:
                 return True
-            batch.append(item)
+            batch.extend(item)
         return False
 
     def _commit(self, batch: list[_Write]) -> Exception | None:
