@@ -156,3 +156,24 @@ def test_trainjob_examples_applied_together_with_kubectl_against_local_up(
         assert "FAIL" not in logs, logs
     restarts = _run(kubectl, "get", "jobset", "fail-restart", "-o", "jsonpath={.status.restarts}")
     assert restarts == "1"
+
+
+@pytest.mark.e2e
+def test_converted_pytorch_ddp_succeeds_under_trainop_run() -> None:
+    """``trainop convert examples/pytorch/ddp.yaml | trainop run -`` (issue 22): the v1 script
+    runs unchanged in the converted TrainJob's pods, its MASTER_ADDR the master's address."""
+    _require(_missing(Case("", ("torch",), 0)), "converted pytorch/ddp")
+    converted = subprocess.run(
+        [sys.executable, "-m", "trainop.cli.main", "convert", "examples/pytorch/ddp.yaml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    code, output, seconds = trainop_run("-", stdin=converted.stdout)
+    print(f"\nconverted pytorch/ddp: {seconds:.1f}s under trainop run")
+    assert code == 0, output[-6000:]
+    assert "TrainJob/pytorch-ddp Succeeded" in output
+    proofs = PROOF_OK.findall(output)
+    assert sorted(proofs) == ["master-0-0", "worker-0-0", "worker-0-1"], output[-6000:]

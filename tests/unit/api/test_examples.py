@@ -9,7 +9,8 @@ import pytest
 from trainop.api import kinds, manifest
 
 ROOT = Path(__file__).resolve().parents[3]
-EXAMPLES = sorted((ROOT / "examples").glob("*/*.yaml"))
+# examples/trainjob/ holds Trainer v2 manifests (tests/unit/api/trainer/test_trainjob_examples.py)
+EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*/*.yaml") if p.parent.name != "trainjob")
 # Container-only examples (``trainop run --runtime podman``): a container may leave its command
 # to the image or, as an MPIJob v2beta1 worker, to the operator (sshd).
 CONTAINER_ONLY = {"mpi/v2beta1-ssh-containers.yaml"}

@@ -3,9 +3,11 @@ the ``PodNetwork`` argument; the default is upstream's addressing, unchanged."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from tests.unit.engine.trainer.builders import (
     NOW,
     applied,
@@ -18,9 +20,11 @@ from tests.unit.engine.trainer.builders import (
 )
 from tests.unit.engine.trainer.test_golden_g4_g5_mpi import OMPI, g4_runtime, g4_trainjob
 
+from trainop.engine.convert import convert
 from trainop.engine.trainer.network import PodNetwork, endpoints_used
 from trainop.engine.trainer.plan import Observed, plan
 
+ROOT = Path(__file__).resolve().parents[4]
 LOOPBACK = PodNetwork(address="127.0.0.1", ports={"alpha-node-0-0": 21001})
 
 
@@ -85,3 +89,27 @@ def test_an_mpi_launcher_gets_the_networks_launcher_env_and_the_hostfile_keeps_n
     assert launcher == {**OMPI, **dict(shell)}
     hostfile = next(o for o in result.apply if o["metadata"]["name"] == "alpha-mpi-hostfile")
     assert hostfile["data"]["hostfile"].startswith("alpha-node-0-0.alpha slots=8\n")
+
+
+def _converted_ddp_env(network: PodNetwork | None) -> dict[str, dict[str, Any]]:
+    source = ROOT / "examples" / "pytorch" / "ddp.yaml"
+    conversion = convert(yaml.safe_load(source.read_text()))
+    tj = {**conversion.trainjob}
+    tj["metadata"] = {"namespace": "default", "uid": "u", **tj["metadata"]}
+    extra = {} if network is None else {"network": network}
+    result = plan(tj, conversion.runtime, observed=Observed(), now=NOW, new_ssh_keys=keys, **extra)
+    jobset = applied(result, "JobSet")
+    return {rj: env_by_name(main_container(jobset, rj, "pytorch")) for rj in ("master", "worker")}
+
+
+def test_env_naming_one_of_the_jobsets_pods_is_its_address_under_a_loopback_network() -> None:
+    """``trainop convert`` writes v1's MASTER_ADDR as the rank-0 pod's DNS name: under a
+    process session it becomes loopback; on a cluster it stays the name; the port stays v1's."""
+    on_cluster = _converted_ddp_env(None)
+    local = _converted_ddp_env(PodNetwork(address="127.0.0.1"))
+    for rj in ("master", "worker"):
+        assert on_cluster[rj]["MASTER_ADDR"] == "pytorch-ddp-master-0-0.pytorch-ddp"
+        assert local[rj]["MASTER_ADDR"] == "127.0.0.1"
+        assert local[rj]["PET_MASTER_ADDR"] == "127.0.0.1"
+        assert local[rj]["MASTER_PORT"] == on_cluster[rj]["MASTER_PORT"] == "23456"
+        assert local[rj]["WORLD_SIZE"] == "3"

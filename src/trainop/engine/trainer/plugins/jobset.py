@@ -2,8 +2,10 @@
 
 ``identify_pod_network``: every PodSet's pods are ``<tj>-<rj>-<replica>-<pod>.<subdomain>``
 (subdomain = the template's ``network.subdomain``, else the TrainJob name), read lazily so later
-count changes apply. ``sync_parallel_count``: each PodSet count becomes its replicatedJob's
-``parallelism`` and ``completions``. ``build``: the JobSet ``<tj>`` — applied only while it is
+count changes apply; under a network with one address for every pod (a local process session),
+env values that are exactly such a name become that address (note 133).
+``sync_parallel_count``: each PodSet count becomes its replicatedJob's ``parallelism`` and
+``completions``. ``build``: the JobSet ``<tj>`` — applied only while it is
 absent or either side is suspended (§2.4) — from the patched template with the PodSets written
 back (volumes, image/command, env, ports, mounts), the initializer overrides, ``replicas: 1`` on
 the ancestor jobs, the scheduler's pod labels/annotations, ``suspend`` = the TrainJob's,
@@ -33,6 +35,22 @@ def identify_pod_network(info: RuntimeInfo) -> None:
     subdomain = str(as_map(info.template.get("network")).get("subdomain") or info.name)
     for pod_set in info.pod_sets:
         pod_set.jobset_name, pod_set.subdomain = info.name, subdomain
+    if info.network.address is not None:
+        _address_named_pods(info)
+
+
+def _address_named_pods(info: RuntimeInfo) -> None:
+    """Under a network that does not resolve pod names (a local process session, note 133):
+    an env value that *is* one of this JobSet's pod DNS names (what ``trainop convert`` writes
+    for v1's ``MASTER_ADDR``) becomes that pod's address. Whole values only, never parts of
+    them; on a cluster (``address`` None) nothing changes."""
+    names = {endpoint for pod_set in info.pod_sets for endpoint in pod_set.endpoints()}
+    for pod_set in info.pod_sets:
+        for container in [*pod_set.containers, *pod_set.init_containers]:
+            for entry in maps(container.get("env")):
+                value = entry.get("value")
+                if isinstance(value, str) and value in names:
+                    entry["value"] = info.network.host(value)
 
 
 def sync_parallel_count(info: RuntimeInfo) -> None:
