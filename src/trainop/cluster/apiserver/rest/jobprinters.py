@@ -87,8 +87,8 @@ def selector_text(selector: object) -> str:
         if not isinstance(item, dict):
             continue
         key, operator = str(item.get("key", "")), item.get("operator")
-        values = item.get("values") if isinstance(item.get("values"), list) else []
-        listed = ",".join(sorted(str(v) for v in values))
+        values = item.get("values")
+        listed = ",".join(sorted(str(v) for v in values)) if isinstance(values, list) else ""
         text = {
             "In": f"{key} in ({listed})",
             "NotIn": f"{key} notin ({listed})",
