@@ -99,25 +99,12 @@ def default_class(db: store.Store) -> str:
     return str(newest["metadata"]["name"])
 
 
-_REASONS = {
-    "Required": ("FieldValueRequired", "Required value"),
-    "Forbidden": ("FieldValueForbidden", "Forbidden"),
-    "NotSupported": ("FieldValueNotSupported", ""),
-    "Invalid": ("FieldValueInvalid", ""),
-}
-
-
 def causes(
     plural: str, obj: dict[str, Any], old: dict[str, Any] | None
 ) -> list[tuple[str, str, str]]:
     """``errors`` as kube words them: ``(field, reason, body)`` for ``status.rejected``
     (``spec.accessModes: Required value: at least 1 access mode is required``)."""
-    found = []
-    for error in errors(plural, obj, old):
-        reason, phrase = _REASONS[error.type]
-        body = f"{phrase}: {error.detail}" if phrase and error.detail != phrase else error.detail
-        found.append((error.path, reason, body))
-    return found
+    return [(error.path, error.reason, error.body()) for error in errors(plural, obj, old)]
 
 
 def errors(plural: str, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
