@@ -19,7 +19,6 @@ not control is not an AlreadyExists success but a foreign object (``ErrResourceE
 from __future__ import annotations
 
 import asyncio
-import copy
 import functools
 from dataclasses import dataclass
 from datetime import timedelta
@@ -274,7 +273,7 @@ async def send_child_action(
 
 async def replace_status(client: Client, resource: Resource, raw: Obj, status: JobStatus) -> None:
     """Writes ``status`` through the status subresource of the job ``raw`` (of ``resource``)."""
-    body = copy.deepcopy(raw)
+    body = dict(raw)  # a shallow copy: the cached job is only read, and sent as it is
     body["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
     await client.replace(
         resource, body, namespace=raw["metadata"].get("namespace"), subresource="status"

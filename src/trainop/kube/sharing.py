@@ -3,10 +3,10 @@
 Thousands of cached pods repeat the same strings (label keys and values, the owner's uid,
 condition types, timestamps within a second) and the same small structures (a job's owner
 reference, the four conditions of a pod started in the same second, ``{"running": {}}``).
-``Sharer.share`` rebuilds a decoded JSON value bottom-up so that equal strings are one
-``sys.intern``'d object and equal dicts and lists (by value, recursively) are one object,
-looked up in a table of the most recent ``capacity`` distinct ones (oldest dropped first, so
-memory stays bounded as jobs come and go; a dropped entry only means less sharing).
+``Sharer.share`` returns one object for all equal values (keyed by their compact JSON text,
+which C's encoder makes in microseconds), built once with ``sys.intern``'d strings, from a
+table of the most recent ``capacity`` distinct values (oldest dropped first, so memory stays
+bounded as jobs come and go; a dropped entry only means less sharing).
 
 Invariant: what ``share`` returns may be referenced by many cached objects, so it must never be
 mutated — the informers' contract already (their objects are shared, read-only).
@@ -14,10 +14,9 @@ mutated — the informers' contract already (their objects are shared, read-only
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
-
-_Key = tuple[Any, ...]
 
 
 class Sharer:
@@ -25,36 +24,34 @@ class Sharer:
 
     def __init__(self, capacity: int = 16384) -> None:
         self._capacity = capacity
-        self._table: dict[_Key, Any] = {}
+        self._table: dict[str, Any] = {}
 
     def __len__(self) -> int:
         return len(self._table)
 
     def share(self, value: Any) -> Any:
-        """``value`` rebuilt with shared strings, dicts and lists (equal to it)."""
-        return self._share(value)[0]
-
-    def _share(self, value: Any) -> tuple[Any, Any]:
-        """The shared value and its key: identity for containers, the value for scalars."""
-        if isinstance(value, str):
-            shared = sys.intern(value)
-            return shared, shared
-        if isinstance(value, dict):
-            items = [(sys.intern(k), *self._share(v)) for k, v in value.items()]
-            key: _Key = ("d", *((k, kv) for k, _, kv in items))
-            return self._lookup(key, lambda: {k: v for k, v, _ in items})
-        if isinstance(value, list):
-            parts = [self._share(v) for v in value]
-            key = ("l", *(kv for _, kv in parts))
-            return self._lookup(key, lambda: [v for v, _ in parts])
-        return value, (type(value), value)  # True and 1 are equal, but not the same JSON
-
-    def _lookup(self, key: _Key, make: Any) -> tuple[Any, Any]:
+        """``value`` (decoded JSON) as one shared object per distinct value, equal to it."""
+        try:
+            key = _encode(value)  # C speed; true and 1, 1 and 1.0 encode apart
+        except (TypeError, ValueError):
+            return value  # not JSON: nothing to share
         shared = self._table.get(key)
         if shared is None:
-            shared = self._table[key] = make()
+            shared = self._table[key] = _interned(value)
             if len(self._table) > self._capacity:
                 del self._table[next(iter(self._table))]
-        # A container's key is its identity: the table holds it, so the id is not reused
-        # while an entry whose key names it is there.
-        return shared, id(shared)
+        return shared
+
+
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+
+
+def _interned(value: Any) -> Any:
+    """A copy of ``value`` whose strings (keys and values) are ``sys.intern``'d."""
+    if isinstance(value, str):
+        return sys.intern(value)
+    if isinstance(value, dict):
+        return {sys.intern(k): _interned(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interned(v) for v in value]
+    return value
