@@ -360,9 +360,10 @@ class DGLJobSpec(JobSpec):
             )
         mode = self.partition_mode
         if mode is not None and mode not in DGL_PARTITION_MODES:
-            never = " was never implemented;" if mode in _UNIMPLEMENTED_PARTITION_MODES else ""
-            detail = f'"{mode}"{never} supported values: "DGL-API", "Skip"'
-            errors.append(FieldError(str(spec.child("partitionMode")), "NotSupported", detail))
+            never = "was never implemented; " if mode in _UNIMPLEMENTED_PARTITION_MODES else ""
+            detail = f'{never}supported values: "DGL-API", "Skip"'
+            where = str(spec.child("partitionMode"))
+            errors.append(FieldError(where, "NotSupported", detail, value=mode))
         return errors + self._replica_errors(spec.child("dglReplicaSpecs"))
 
     def _replica_errors(self, root: FieldPath) -> list[FieldError]:

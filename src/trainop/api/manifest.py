@@ -191,7 +191,9 @@ def _header_errors(obj: dict[str, Any]) -> list[FieldError]:
             errors.append(FieldError("kind", "NotSupported", str(exc)))
         else:
             if info.kind != kind:
-                errors.append(FieldError("kind", "NotSupported", f"did you mean {info.kind!r}?"))
+                errors.append(
+                    FieldError("kind", "NotSupported", f"did you mean {info.kind!r}?", value=kind)
+                )
     return errors
 
 

@@ -35,6 +35,7 @@ def errors(obj: dict[str, Any]) -> list[FieldError]:
                 path="metadata.name",
                 type="Invalid",
                 detail='must be spec.names.plural+"."+spec.group',
+                value=obj.get("metadata", {}).get("name"),
             )
         )
     if spec.get("scope") not in ("Namespaced", "Cluster"):
@@ -43,6 +44,7 @@ def errors(obj: dict[str, Any]) -> list[FieldError]:
                 path="spec.scope",
                 type="NotSupported",
                 detail='supported values: "Cluster", "Namespaced"',
+                value=spec.get("scope"),
             )
         )
     versions = spec.get("versions") or []
