@@ -136,7 +136,7 @@ def test_an_invalid_manifest_is_rejected_before_anything_starts(tmp_path: Path) 
     manifest = job("Bad_Name", master=py(RANKS), worker=py(RANKS))
     code, output = finish(start(tmp_path, manifest))
     assert code == 2
-    assert "metadata.name: Invalid" in output
+    assert "metadata.name: Invalid value: " in output
 
 
 def replica_processes(token: str) -> list[int]:

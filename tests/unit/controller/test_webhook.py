@@ -300,14 +300,14 @@ MALFORMED: list[tuple[str, bytes | dict[str, Any], str]] = [
         {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"},
         "the AdmissionReview has no request",
     ),
-    ("no-uid", review_with(operation="CREATE"), "request.uid: Required"),
+    ("no-uid", review_with(operation="CREATE"), "request.uid: Required value"),
     (
         "unknown-operation",
         review_with(uid="u", operation="PATCH"),
         'request.operation: Unsupported value: "PATCH": supported values: "CREATE", "UPDATE", '
         '"DELETE", "CONNECT"',
     ),
-    ("no-object", review_with(uid="u", operation="CREATE"), "request.object: Required"),
+    ("no-object", review_with(uid="u", operation="CREATE"), "request.object: Required value"),
     (
         "object-of-another-kind",
         admission_review(manifest("PyTorchJob")),
@@ -321,7 +321,7 @@ MALFORMED: list[tuple[str, bytes | dict[str, Any], str]] = [
     (
         "update-without-old-object",
         review_with(uid="u", operation="UPDATE", object=manifest("TFJob")),
-        "request.oldObject: Required",
+        "request.oldObject: Required value",
     ),
 ]
 
