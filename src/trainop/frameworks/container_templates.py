@@ -12,6 +12,8 @@ template); the operator's command line renders a template once at start to refus
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -55,6 +57,13 @@ def render(template: str, values: Mapping[str, str]) -> list[dict[str, Any]]:
     text = _ACTION.sub(substitute, template)
     if "{{" in text:
         raise errors.InvalidTemplateError("template: only {{.Field}} actions are supported")
+    return copy.deepcopy(_containers(text))  # the caller's own copy: it may edit it
+
+
+@functools.lru_cache(maxsize=256)
+def _containers(text: str) -> list[dict[str, Any]]:
+    """The rendered ``text`` loaded and checked; cached, as each reconcile of a job renders the
+    same text again (only ``render``'s copies leave this module)."""
     try:
         containers = yaml.load(text, Loader=_FAST_LOADER)
     except yaml.YAMLError:
