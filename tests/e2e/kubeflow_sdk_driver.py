@@ -187,6 +187,9 @@ def train(sdk: TrainerClient, kubeconfig: str) -> dict[str, Any]:
 def fail(sdk: TrainerClient, kubeconfig: str) -> dict[str, Any]:
     """A namespaced TrainingRuntime (what a user writes by hand: the shipped torch runtime with
     a JobSet failurePolicy of one restart and Jobs that do not retry), then a TrainJob of it."""
+    from kubernetes import client as k8s
+    from kubernetes import config as k8s_config
+
     api = _api(kubeconfig)
     api.create_namespaced_custom_object(
         "trainer.kubeflow.org", "v1alpha1", NAMESPACE, "trainingruntimes", _fail_runtime()
@@ -206,6 +209,8 @@ def fail(sdk: TrainerClient, kubeconfig: str) -> dict[str, Any]:
         "jobset.x-k8s.io", "v1alpha2", NAMESPACE, "jobsets", name
     )
     trainjob = _trainjob(kubeconfig, name)
+    core = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=kubeconfig))
+    pod = core.read_namespaced_pod(final.steps[0].pod_name, NAMESPACE)
     return {
         "name": name,
         "resources": trainjob["spec"]["trainer"]["resourcesPerNode"],
@@ -213,6 +218,7 @@ def fail(sdk: TrainerClient, kubeconfig: str) -> dict[str, Any]:
         "final": job_view(final),
         "logs": logs,
         "jobset_restarts": jobset.get("status", {}).get("restarts", 0),
+        "step_restart_attempt": pod.metadata.labels.get("jobset.sigs.k8s.io/restart-attempt"),
         "conditions": [
             {"type": c["type"], "status": c["status"], "reason": c.get("reason", "")}
             for c in trainjob.get("status", {}).get("conditions", [])

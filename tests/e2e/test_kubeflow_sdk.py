@@ -173,6 +173,7 @@ def test_kubeflow_sdk_reports_failed_after_one_jobset_restart(kubeconfig: Path) 
         ("node-0", "cpu", "Failed")
     ]
     assert result["jobset_restarts"] == 1
+    assert result["step_restart_attempt"] == "1"  # the step the SDK shows is the restart's pod
     # Trainer copies the JobSet's Failed condition (spec 2.5): maxRestarts reached.
     assert result["conditions"] == [
         {"type": "Failed", "status": "True", "reason": "ReachedMaxRestarts"}
