@@ -85,6 +85,7 @@ _PHRASES: Final = {
     "TooLong": ("Too long", "FieldValueTooLong"),
     "TooMany": ("Too many", "FieldValueTooMany"),
     "Internal": ("Internal error", "InternalError"),
+    "TypeInvalid": ("Invalid value", "FieldValueTypeInvalid"),  # kube's for a wrong JSON type
 }
 _BY_REASON: Final = {reason: kind for kind, (_, reason) in _PHRASES.items()}
 # The types whose body never shows the value, whatever was given (kube's ``ErrorBody``).
@@ -103,11 +104,42 @@ def go_value(value: object) -> str:
     if isinstance(value, int | float):
         return str(value)
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return go_quote(value)
     try:
         return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
     except (TypeError, ValueError):
-        return json.dumps(str(value), ensure_ascii=False)
+        return go_quote(str(value))
+
+
+_GO_ESCAPES: Final = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+}
+
+
+def go_quote(text: str) -> str:
+    """``text`` as Go's ``%q`` quotes it: printable characters kept, quotes and backslashes
+    escaped, other characters as ``\\n``, ``\\x1e``, ``\\u200b``."""
+    out = []
+    for ch in text:
+        if ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        elif ord(ch) < 0x80:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    return '"' + "".join(out) + '"'
 
 
 @dataclass(frozen=True, slots=True)

@@ -112,3 +112,16 @@ def test_invalid_job_error_lists_every_problem_with_its_source() -> None:
     assert len(exc.errors) == 2
     assert str(exc).startswith("job.yaml: metadata.name: Required value: name is required")
     assert isinstance(exc, errors.TrainopError)
+
+
+def test_strings_are_quoted_as_gos_percent_q() -> None:
+    assert errors.go_quote('a"b\\c') == '"a\\"b\\\\c"'
+    assert errors.go_quote("line\nnext\t\x1e") == '"line\\nnext\\t\\x1e"'
+    assert errors.go_quote("zero\u200bwidth, é and 😀 kept") == '"zero\\u200bwidth, é and 😀 kept"'
+    assert errors.go_value({"b": 1, "a": [True]}) == '{"a":[true],"b":1}'
+
+
+def test_a_cause_read_back_from_a_server_renders_as_it_was_sent() -> None:
+    cause = errors.FieldError("spec.x", "FieldValueTypeInvalid", 'Invalid value: "string": bad')
+    assert str(cause) == 'spec.x: Invalid value: "string": bad'
+    assert cause.reason == "FieldValueTypeInvalid"
