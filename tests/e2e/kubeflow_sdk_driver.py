@@ -29,6 +29,7 @@ from kubeflow.trainer import CustomTrainer, TrainerClient
 
 NAMESPACE = "default"  # the kubeconfig context's namespace (trainop local up writes it)
 FAIL_RUNTIME = "torch-fail-restart-once"
+NO_INDEX = "http://127.0.0.1:9/simple"  # the discard port: nothing answers there
 
 
 def ddp_sum() -> None:
@@ -152,7 +153,12 @@ def _trainjob(kubeconfig: str, name: str) -> dict[str, Any]:
 
 def train(sdk: TrainerClient, kubeconfig: str) -> dict[str, Any]:
     runtime = sdk.get_runtime("torch-distributed")
-    name = sdk.train(trainer=CustomTrainer(func=ddp_sum, num_nodes=2), runtime=runtime)
+    # As the SDK's examples do, the function names the packages it needs; the index is a closed
+    # port, so the job only runs if nothing is fetched (torch is there: trainop's venv).
+    trainer = CustomTrainer(
+        func=ddp_sum, num_nodes=2, packages_to_install=["torch"], pip_index_urls=[NO_INDEX]
+    )
+    name = sdk.train(trainer=trainer, runtime=runtime)
     first = sdk.wait_for_job_status(
         name, status={"Running", "Complete"}, timeout=300, polling_interval=1
     )

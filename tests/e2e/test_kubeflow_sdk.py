@@ -146,13 +146,18 @@ def test_kubeflow_sdk_trains_a_ddp_function_on_two_nodes(kubeconfig: Path) -> No
         assert ("Pod", step["pod"], "Started") in events
     assert all(e["kind"] in {"TrainJob", "JobSet", "Pod"} for e in result["events"])
     assert result["gone_after_delete"] is True
-    # The function's source in a bash script ending in torchrun; no package install, no fetch.
+    # The function's source in a bash script that pip-installs torch from an index nobody
+    # serves, then runs torchrun: torch was found installed (the pod's Python overlay over
+    # this venv, note 134), nothing was fetched.
     command = result["command"]
     assert command[:2] == ["bash", "-c"]
     assert "def ddp_sum() -> None:" in command[2]
     assert "\nddp_sum()\n" in command[2]
+    assert "--index-url http://127.0.0.1:9/simple" in command[2]
     assert command[2].rstrip().endswith('torchrun "kubeflow_sdk_driver.py"')
-    assert "pip install" not in command[2]
+    for step in ("node-0", "node-1"):
+        installed = "Successfully installed Python packages (system-wide): torch"
+        assert result["logs"][step][0] == installed, result["logs"][step]
     core = _core(kubeconfig)
     selector = f"jobset.sigs.k8s.io/jobset-name={name}"
 
