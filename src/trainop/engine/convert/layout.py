@@ -64,6 +64,27 @@ def replica_types(job: Job, framework: Framework) -> list[str]:
     return [rt for rt in present if replicas_of(job, rt) > 0]
 
 
+def dependency_order(types: list[str], depends_on: Mapping[str, tuple[str, str]]) -> list[str]:
+    """``types`` with every type after the one it depends on, otherwise in the given order.
+
+    JobSet's webhook admits a ``dependsOn`` only on an earlier replicatedJob (JobSet spec 1.5
+    rule 9), so an MPI launcher that waits for its workers is listed after them.
+    """
+    ordered: list[str] = []
+
+    def place(rt: str, seen: frozenset[str]) -> None:
+        if rt in ordered or rt in seen:
+            return
+        after = depends_on.get(rt)
+        if after is not None and after[0] in types:
+            place(after[0], seen | {rt})
+        ordered.append(rt)
+
+    for rt in types:
+        place(rt, frozenset())
+    return ordered
+
+
 def layout(job: Job, framework: Framework) -> Layout:
     """The layout of a non-MPI kind (``mpi.layout`` has MPI's)."""
     types = replica_types(job, framework)
@@ -76,7 +97,7 @@ def layout(job: Job, framework: Framework) -> Layout:
     if wait is not None and wait[0] in types and wait[1] in types:
         depends[wait[0]] = (wait[1], "Ready")
     return Layout(
-        names={rt: replicated_job_name(rt) for rt in types},
+        names={rt: replicated_job_name(rt) for rt in dependency_order(types, depends)},
         success=success,
         depends_on=depends,
         job_success=_job_success(job, primary),

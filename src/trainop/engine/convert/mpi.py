@@ -21,7 +21,7 @@ from __future__ import annotations
 from trainop.api.trainer import constants
 from trainop.api.types import Job
 from trainop.engine.convert.dropped import DroppedField, replica_path
-from trainop.engine.convert.layout import Layout, replica_types
+from trainop.engine.convert.layout import Layout, dependency_order, replica_types
 from trainop.frameworks.base import Framework, replicas_of
 
 _NAMES = {"Launcher": constants.LAUNCHER, "Worker": constants.NODE}
@@ -42,7 +42,7 @@ def layout(job: Job, framework: Framework) -> Layout:
         "runLauncherAsNode": bool(getattr(spec, "run_launcher_as_worker", None)),
     }
     return Layout(
-        names={rt: _NAMES.get(rt, rt.lower()) for rt in types},
+        names={rt: _NAMES.get(rt, rt.lower()) for rt in dependency_order(types, depends)},
         success=("Launcher",) if "Launcher" in types else tuple(types),
         depends_on=depends,
         trainer="Worker" if "Worker" in types else None,

@@ -12,6 +12,7 @@ from tests.unit.engine.convert.support import example_jobs, planned_jobset, repl
 
 from trainop.api.trainer import constants
 from trainop.api.trainer.validation import runtime_errors, trainjob_errors
+from trainop.cluster.apiserver.admission.jobset_create import create_causes
 from trainop.engine.convert import convert
 from trainop.engine.trainer.validate import validate_trainjob
 
@@ -85,3 +86,15 @@ def test_every_unexpressed_run_policy_field_is_dropped_by_name(name: str, job: W
     for field in UNEXPRESSED_RUN_POLICY:
         assert (f"spec.runPolicy.{field}" in paths) == (field in run_policy)
     assert all(dropped.reason for dropped in conversion.dropped)
+
+
+@pytest.mark.parametrize(("name", "job"), JOBS, ids=[n for n, _ in JOBS])
+def test_planned_jobset_passes_jobsets_create_webhook(name: str, job: Wire) -> None:
+    """JobSet admits a ``dependsOn`` only on an earlier replicatedJob (JobSet spec 1.5 rule 9):
+    an MPI launcher that waits for its workers is listed after them."""
+    _, jobset, _ = planned_jobset(job)
+    assert create_causes(jobset) == []
+    names = [rj["name"] for rj in jobset["spec"]["replicatedJobs"]]
+    for index, rj in enumerate(jobset["spec"]["replicatedJobs"]):
+        for dependency in rj.get("dependsOn") or []:
+            assert names.index(dependency["name"]) < index
