@@ -61,11 +61,15 @@ def _min_max_errors(
 ) -> list[FieldError]:
     low, high = policy.min_replicas, policy.max_replicas
     if low is not None and low < 1:
-        return [FieldError(str(path.child("minReplicas")), "Invalid", "must be at least 1")]
+        where = str(path.child("minReplicas"))
+        return [FieldError(where, "Invalid", "must be at least 1", value=low)]
     if low is not None and high is not None and low > high:
         return [
             FieldError(
-                str(path.child("minReplicas")), "Invalid", "must not be greater than maxReplicas"
+                str(path.child("minReplicas")),
+                "Invalid",
+                "must not be greater than maxReplicas",
+                value=low,
             )
         ]
     return []
@@ -158,6 +162,7 @@ class PyTorchJobSpec(JobSpec):
                     str(spec.child("nprocPerNode")),
                     "Invalid",
                     'must be "auto", "cpu", "gpu" or a positive integer',
+                    value=nproc,
                 )
             )
         policy = self.elastic_policy
@@ -241,7 +246,9 @@ class MPIJobSpec(JobSpec):
             return mpi_v2beta1.wire_spec_errors(wire)
         if self.slots_per_worker is not None and self.slots_per_worker < 1:
             where = FieldPath(path).child("slotsPerWorker")
-            return [FieldError(str(where), "Invalid", "must be at least 1")]
+            return [
+                FieldError(str(where), "Invalid", "must be at least 1", value=self.slots_per_worker)
+            ]
         return []
 
     def kind_update_errors(self, old: JobSpec, *, path: str) -> list[FieldError]:
@@ -356,7 +363,12 @@ class DGLJobSpec(JobSpec):
         errors: list[FieldError] = []
         if self.slots_per_worker is not None and self.slots_per_worker < 1:
             errors.append(
-                FieldError(str(spec.child("slotsPerWorker")), "Invalid", "must be at least 1")
+                FieldError(
+                    str(spec.child("slotsPerWorker")),
+                    "Invalid",
+                    "must be at least 1",
+                    value=self.slots_per_worker,
+                )
             )
         mode = self.partition_mode
         if mode is not None and mode not in DGL_PARTITION_MODES:
