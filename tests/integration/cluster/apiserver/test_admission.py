@@ -213,6 +213,37 @@ def test_official_client_gets_kube_style_422(api: RunningServer) -> None:
     api_client.close()
 
 
+def test_the_422_words_each_field_error_as_kube_does(api: RunningServer) -> None:
+    """The message and every ``details.causes`` entry are kube's ``field.Error`` texts: the
+    message aggregates ``<field>: <cause message>`` and each cause reads ``Invalid value:
+    <v>: ...`` or ``Unsupported value: "<v>": supported values: ...`` with its reason."""
+    api_client = k8s_config.new_client_from_config(config_file=str(api.kubeconfig))
+    custom = k8s.CustomObjectsApi(api_client)
+    name = unique()
+    job = manifest("PyTorchJob", name=name, runPolicy={"backoffLimit": -1})
+    job["spec"]["pytorchReplicaSpecs"]["Launcher"] = copy.deepcopy(
+        job["spec"]["pytorchReplicaSpecs"]["Worker"]
+    )
+    with pytest.raises(k8s.ApiException) as refused:
+        custom.create_namespaced_custom_object("kubeflow.org", "v1", "default", "pytorchjobs", job)
+    api_client.close()
+    assert refused.value.status == 422
+    status = json.loads(refused.value.body)
+    causes = {c["field"]: (c["reason"], c["message"]) for c in status["details"]["causes"]}
+    assert causes == {
+        "spec.runPolicy.backoffLimit": (
+            "FieldValueInvalid",
+            "Invalid value: -1: must be greater than or equal to 0",
+        ),
+        "spec.pytorchReplicaSpecs[Launcher]": (
+            "FieldValueNotSupported",
+            'Unsupported value: "Launcher": supported values: "Master", "Worker"',
+        ),
+    }
+    listed = ", ".join(f"{c['field']}: {c['message']}" for c in status["details"]["causes"])
+    assert status["message"] == f'PyTorchJob "{name}" is invalid: [{listed}]'
+
+
 # ---- pods, ConfigMaps, Secrets: kube's name and path rules ---------------------------------
 
 
