@@ -56,7 +56,8 @@ def test_semantic_errors_are_reported(tmp_path: Path) -> None:
     )
     code, output = _run("validate", "-f", str(bad))
     assert code == 2
-    assert f"{bad}: spec.xgbReplicaSpecs" in output
+    # one line per field error, in kube-apiserver's words (upstream's XGBoost webhook detail)
+    assert f"{bad}: spec.xgbReplicaSpecs[Master]: Required value: must be present" in output
 
 
 def test_non_mapping_yaml_is_one_line(tmp_path: Path) -> None:
