@@ -10,6 +10,7 @@ returned; the test asserts on it.
     KUBECONFIG=PATH python kubeflow_sdk_driver.py PATH runtimes  # list_runtimes, get_runtime
     KUBECONFIG=PATH python kubeflow_sdk_driver.py PATH train     # 2-node DDP, logs, events, delete
     KUBECONFIG=PATH python kubeflow_sdk_driver.py PATH fail      # exits 1, maxRestarts 1: Failed
+    KUBECONFIG=PATH python kubeflow_sdk_driver.py PATH options   # name, labels, patch, deadline
 
 The training functions are sent to the pods as source (the SDK embeds the function's source in
 the trainer command, spec 5.4): they import inside, as any function given to ``CustomTrainer``.
@@ -30,6 +31,7 @@ from kubeflow.trainer import CustomTrainer, TrainerClient
 NAMESPACE = "default"  # the kubeconfig context's namespace (trainop local up writes it)
 FAIL_RUNTIME = "torch-fail-restart-once"
 NO_INDEX = "http://127.0.0.1:9/simple"  # the discard port: nothing answers there
+DEADLINE = 25  # seconds: room for the pod to start on a loaded machine
 
 
 def ddp_sum() -> None:
@@ -73,6 +75,14 @@ def exit_one() -> None:
 
     print(f"failing on purpose on {os.environ.get('HOSTNAME', '?')}", flush=True)
     sys.exit(1)
+
+
+def sleep_long() -> None:
+    """Runs past the TrainJob's active deadline."""
+    import time
+
+    print("sleeping past the deadline", flush=True)
+    time.sleep(300)
 
 
 class Warnings(logging.Handler):
@@ -232,6 +242,67 @@ def fail(sdk: TrainerClient, kubeconfig: str) -> dict[str, Any]:
     }
 
 
+def options(sdk: TrainerClient, kubeconfig: str) -> dict[str, Any]:
+    """``train`` with the Kubernetes options (spec 5.3): a name, labels, annotations, a runtime
+    patch (labels on the JobSet and the pods, a nodeSelector) and an active deadline that the
+    function outlives, so the TrainJob fails with DeadlineExceeded."""
+    from kubeflow.trainer import options as o
+    from kubernetes import client as k8s
+    from kubernetes import config as k8s_config
+
+    pod = o.PodTemplatePatch(
+        metadata={"labels": {"sdk-patched": "pod"}},
+        spec=o.PodSpecPatch(node_selector={"kubernetes.io/os": "linux"}),
+    )
+    node = o.ReplicatedJobPatch(
+        name="node", template=o.JobTemplatePatch(spec=o.JobSpecPatch(template=pod))
+    )
+    patch = o.RuntimePatch(
+        training_runtime_spec=o.TrainingRuntimeSpecPatch(
+            template=o.JobSetTemplatePatch(
+                metadata={"labels": {"sdk-patched": "jobset"}},
+                spec=o.JobSetSpecPatch(replicated_jobs=[node]),
+            )
+        )
+    )
+    chosen = [
+        o.Name("sdk-options"),
+        o.Labels({"team": "research"}),
+        o.Annotations({"purpose": "e2e"}),
+        o.ActiveDeadlineSeconds(DEADLINE),
+        patch,
+    ]
+    trainer = CustomTrainer(func=sleep_long, num_nodes=1)
+    name = sdk.train(trainer=trainer, runtime="torch-distributed", options=chosen)
+    running = sdk.wait_for_job_status(name, status={"Running"}, timeout=120, polling_interval=1)
+    core = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=kubeconfig))
+    seen = core.read_namespaced_pod(running.steps[0].pod_name, NAMESPACE)
+    jobset = _api(kubeconfig).get_namespaced_custom_object(
+        "jobset.x-k8s.io", "v1alpha2", NAMESPACE, "jobsets", name
+    )
+    raised = ""
+    try:
+        sdk.wait_for_job_status(name, status={"Complete"}, timeout=300, polling_interval=1)
+    except RuntimeError as exc:
+        raised = str(exc)
+    trainjob = _trainjob(kubeconfig, name)
+    return {
+        "name": name,
+        "status": sdk.get_job(name).status,
+        "raised": raised,
+        "labels": trainjob["metadata"].get("labels", {}),
+        "annotations": trainjob["metadata"].get("annotations", {}),
+        "managers": [p["manager"] for p in trainjob["spec"].get("runtimePatches", [])],
+        "jobset_labels": jobset["metadata"].get("labels", {}),
+        "pod_labels": seen.metadata.labels,
+        "pod_node_selector": seen.spec.node_selector,
+        "conditions": [
+            {"type": c["type"], "status": c["status"], "reason": c.get("reason", "")}
+            for c in trainjob.get("status", {}).get("conditions", [])
+        ],
+    }
+
+
 def _fail_runtime() -> dict[str, Any]:
     pod = {
         "restartPolicy": "Never",
@@ -280,6 +351,8 @@ def main(argv: list[str]) -> int:
         result = train(sdk, kubeconfig)
     elif scenario == "fail":
         result = fail(sdk, kubeconfig)
+    elif scenario == "options":
+        result = options(sdk, kubeconfig)
     else:
         raise SystemExit(f"unknown scenario {scenario!r}")
     result["namespace"] = sdk.backend.namespace

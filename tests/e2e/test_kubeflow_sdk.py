@@ -184,3 +184,21 @@ def test_kubeflow_sdk_reports_failed_after_one_jobset_restart(kubeconfig: Path) 
         {"type": "Failed", "status": "True", "reason": "ReachedMaxRestarts"}
     ]
     assert any(line.startswith("failing on purpose") for line in result["logs"])
+
+
+def test_kubeflow_sdk_options_label_patch_and_deadline_a_trainjob(kubeconfig: Path) -> None:
+    result = _sdk(kubeconfig, "options")
+    assert result["name"] == "sdk-options"
+    assert result["labels"] == {"team": "research"}
+    assert result["annotations"]["purpose"] == "e2e"  # beside the session's port record
+    assert result["managers"] == ["trainer.kubeflow.org/kubeflow-sdk"]
+    # The runtime patch reached the JobSet and the pods (spec 1.3, 3.2).
+    assert result["jobset_labels"]["sdk-patched"] == "jobset"
+    assert result["pod_labels"]["sdk-patched"] == "pod"
+    assert result["pod_node_selector"] == {"kubernetes.io/os": "linux"}
+    # The deadline fails the TrainJob (spec 2.6) and the SDK says so.
+    assert result["raised"] == "TrainJob sdk-options is Failed"
+    assert result["status"] == "Failed"
+    assert result["conditions"] == [
+        {"type": "Failed", "status": "True", "reason": "DeadlineExceeded"}
+    ]
