@@ -242,13 +242,9 @@ def fail(sdk: TrainerClient, kubeconfig: str) -> dict[str, Any]:
     }
 
 
-def options(sdk: TrainerClient, kubeconfig: str) -> dict[str, Any]:
-    """``train`` with the Kubernetes options (spec 5.3): a name, labels, annotations, a runtime
-    patch (labels on the JobSet and the pods, a nodeSelector) and an active deadline that the
-    function outlives, so the TrainJob fails with DeadlineExceeded."""
+def _runtime_patch() -> Any:
+    """Labels on the JobSet and on the node pods, and a nodeSelector the one node matches."""
     from kubeflow.trainer import options as o
-    from kubernetes import client as k8s
-    from kubernetes import config as k8s_config
 
     pod = o.PodTemplatePatch(
         metadata={"labels": {"sdk-patched": "pod"}},
@@ -257,7 +253,7 @@ def options(sdk: TrainerClient, kubeconfig: str) -> dict[str, Any]:
     node = o.ReplicatedJobPatch(
         name="node", template=o.JobTemplatePatch(spec=o.JobSpecPatch(template=pod))
     )
-    patch = o.RuntimePatch(
+    return o.RuntimePatch(
         training_runtime_spec=o.TrainingRuntimeSpecPatch(
             template=o.JobSetTemplatePatch(
                 metadata={"labels": {"sdk-patched": "jobset"}},
@@ -265,12 +261,22 @@ def options(sdk: TrainerClient, kubeconfig: str) -> dict[str, Any]:
             )
         )
     )
+
+
+def options(sdk: TrainerClient, kubeconfig: str) -> dict[str, Any]:
+    """``train`` with the Kubernetes options (spec 5.3): a name, labels, annotations, a runtime
+    patch and an active deadline that the function outlives, so the TrainJob fails with
+    DeadlineExceeded."""
+    from kubeflow.trainer import options as o
+    from kubernetes import client as k8s
+    from kubernetes import config as k8s_config
+
     chosen = [
         o.Name("sdk-options"),
         o.Labels({"team": "research"}),
         o.Annotations({"purpose": "e2e"}),
         o.ActiveDeadlineSeconds(DEADLINE),
-        patch,
+        _runtime_patch(),
     ]
     trainer = CustomTrainer(func=sleep_long, num_nodes=1)
     name = sdk.train(trainer=trainer, runtime="torch-distributed", options=chosen)
