@@ -24,10 +24,9 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from trainop import errors
-from trainop.api.trainer import crds as trainer_crds
 from trainop.api.trainer.constants import TRAINJOB
 from trainop.cluster import privacy
-from trainop.cluster.apiserver import ApiServer, Limits, ServerConfig, schemas
+from trainop.cluster.apiserver import ApiServer, Limits, ServerConfig
 from trainop.cluster.controllers import jobs as batchjob
 from trainop.cluster.controllers.jobset.controller import JobSetController
 from trainop.cluster.controllers.volumes import LocalProvisioner
@@ -50,7 +49,7 @@ from trainop.kube.clock import Clock, LoopClock
 from trainop.kube.http import HttpClient
 from trainop.kube.podlogs import LogSource, MemoryLogSource
 from trainop.kube.resources import CRDS
-from trainop.local import ports, trainer_runtimes
+from trainop.local import crd_cache, ports, trainer_runtimes
 from trainop.local.topology import LocalTopologySource
 from trainop.local.trainjob_topology import LocalTrainJobNetworks
 
@@ -221,15 +220,10 @@ async def install_crds(client: Client) -> None:
     the kubeflow.org/v1 kinds, Trainer v2's three and JobSet's (so clients can create
     TrainJobs and JobSets; there is no JobSet controller here yet).
 
-    All at once: the server's group commit then makes the CRD writes durable together.
+    All at once: the server's group commit then makes the CRD writes durable together. The
+    CRDs come from ``crd_cache`` (built once per version of the models, not at every session).
     """
-    definitions = schemas.load_definitions()
-    wanted = schemas.crds(definitions)
-    names = {crd["metadata"]["name"] for crd in wanted}
-    extra = [
-        crd for crd in trainer_crds.build_crds(definitions) if crd["metadata"]["name"] not in names
-    ]
-    await _install_each(client, wanted + extra)
+    await _install_each(client, crd_cache.session_crds())
 
 
 async def _install_each(client: Client, definitions: list[dict[str, Any]]) -> None:
