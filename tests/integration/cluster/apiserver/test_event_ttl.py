@@ -1,9 +1,12 @@
 """Events as kube-apiserver keeps them: listed and watched like any object, deleted (watchers
 see ``DELETED``) once ``event_ttl`` has passed since their last write, kept by a clean restart.
-Through the official client, over HTTPS, against a server with a short TTL."""
+Through the official client (and ``kubectl get events``), over HTTPS, against a server with a
+short TTL."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,3 +96,27 @@ def test_a_clean_restart_keeps_events(tmp_path: Path) -> None:
         _core(server).create_namespaced_event("default", _event("ev-c"))
     for server in start_server(tmp_path, event_ttl=3600):
         assert _names(_core(server)) == ["ev-c"]
+
+
+def test_kubectl_get_events_lists_an_event_until_it_expires(
+    short: RunningServer, tmp_path: Path
+) -> None:
+    binary = shutil.which("kubectl")
+    if binary is None:
+        pytest.skip("kubectl is not installed (make kubectl-env installs it)")
+    env = {"KUBECONFIG": str(short.kubeconfig), "KUBECACHEDIR": str(tmp_path / "cache")}
+
+    def listed() -> str:
+        done = subprocess.run(
+            [binary, "get", "events", "-n", "default", "-o", "name"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    _core(short).create_namespaced_event("default", _event("ev-d"))
+    assert listed() == "event/ev-d"
+    polling.wait_for(lambda: listed() == "", timeout=TTL + 30, what="kubectl saw it expire")
