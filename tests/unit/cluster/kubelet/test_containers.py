@@ -118,7 +118,8 @@ case "$*" in
   *"image exists -- localhost/trainop-pause:1"*) exit {pause} ;;
   *"image exists"*) exit {exists} ;;
   *"cgroupfs pull "*) echo "Error: pinging container registry: connection refused" >&2; exit 125 ;;
-  *"image inspect"*) echo '[{{"Config": {{"Entrypoint": ["python3"], "Cmd": ["x.py"]}}}}]' ;;
+  *"image inspect"*) [ {exists} = 0 ] || exit 125
+    echo '[{{"Config": {{"Entrypoint": ["python3"], "Cmd": ["x.py"]}}}}]' ;;
   *"cgroupfs run --detach "*) exit 0 ;;
   *"cgroupfs run "*) echo from-container; exit 3 ;;
   *"inspect --format json -- trainop-s1-default-job-master-0_pod"*)
@@ -631,3 +632,50 @@ def test_the_first_start_on_the_network_makes_a_dns_holder_once_with_output_disc
     log.unlink()
     asyncio.run(starts(host_network, 1))
     assert " create " not in log.read_text()
+
+
+# --- runtime calls per pod (issue 24 item 5: container start-up) ------------------------------
+
+
+def test_a_fresh_session_removes_no_leftover_before_a_names_first_run(tmp_path: Path) -> None:
+    """A new session's names (its random id in each) cannot exist yet: no ``rm`` before the
+    holder's or a container's first run; a second pod of the same name (same holder and
+    container names, a new uid) removes the earlier one's first."""
+    runtime, log = _networked(tmp_path)
+    _start_both(runtime, tmp_path, [])
+    first = log.read_text().splitlines()
+    rms = [line for line in first if " rm " in f" {line} "]
+    assert rms == [next(line for line in first if line.endswith(f"rm -f -t 0 {HOLDER}"))]
+    log.write_text("")
+    _start_both(runtime, tmp_path, [])
+    again = log.read_text().splitlines()
+    holder_rm = again.index(next(line for line in again if line.endswith(f"rm -f -t 0 {HOLDER}")))
+    holder_run = again.index(next(line for line in again if " run --detach " in f" {line} "))
+    assert holder_rm < holder_run
+    for name in ("pytorch", "sidecar"):
+        container = f"trainop-s1-default-job-master-0-{name}"
+        removed = [i for i, line in enumerate(again) if line.endswith(f"rm -f -t 0 {container}")]
+        started = [i for i, line in enumerate(again) if f" run --name {container} " in line]
+        assert removed, again
+        assert removed[0] < started[0]
+
+
+def test_an_adopted_session_removes_a_leftover_before_every_run(tmp_path: Path) -> None:
+    runtime, log = _networked(tmp_path)
+    runtime._network.adopting = True  # the daemon's next session (note 120)
+    _start_both(runtime, tmp_path, [])
+    calls = log.read_text().splitlines()
+    assert any(
+        line.endswith("rm -f -t 0 trainop-s1-default-job-master-0-pytorch") for line in calls
+    )
+
+
+def test_a_present_image_is_inspected_once_not_asked_about_first(tmp_path: Path) -> None:
+    """``image inspect`` says whether the image is there: no ``image exists`` call for it."""
+    runtime, log = _networked(tmp_path)
+    _start_both(runtime, tmp_path, [])
+    calls = log.read_text().splitlines()
+    assert not [line for line in calls if line.endswith("image exists -- img:1")]
+    assert (
+        len([line for line in calls if line.endswith("image inspect --format json -- img:1")]) == 2
+    )

@@ -107,6 +107,7 @@ class ContainerRuntime:
         self._controllers: frozenset[str] | None = None  # ``cgroup_controllers``
         self._controllers_asked = False
         self._controllers_lock = asyncio.Lock()
+        self._named: set[str] = set()  # container names this session has run
 
     @property
     def network(self) -> str:
@@ -206,7 +207,9 @@ class ContainerRuntime:
         await self._network.hold_dns(image, argv)
         holder = self._network.holder(target.uid)  # ``prepare`` made it
         name = options.container_name(self.session, target)
-        await self._cli.call(*self._cli.remove_words(name))  # a leftover of an earlier run
+        if self._network.adopting or name in self._named:  # a leftover of an earlier run
+            await self._cli.call(*self._cli.remove_words(name))
+        self._named.add(name)  # a fresh session's names are new: no ``rm`` before the first
         cidfile = self._cidfile(name)
         stdio = Stdio(launch.spec)  # the client relays it: ``-i`` a pipe, ``-i -t`` a terminal
         words = [
@@ -235,8 +238,11 @@ class ContainerRuntime:
     ) -> tuple[list[str], str]:
         """Have the image (kubelet's image events) and check the container against it: the
         argv to run and the image's user (``StartError`` for a refusal or no command)."""
-        pulled_in = await images.ensure(self._cli, image, images.pull_policy(launch.spec), report)
-        found = await images.inspect(self._cli, image)
+        policy = images.pull_policy(launch.spec)
+        found = await images.inspect(self._cli, image)  # {}: not here (what ``image exists`` says)
+        pulled_in = await images.ensure(self._cli, image, policy, report, present=bool(found))
+        if pulled_in is not None:
+            found = await images.inspect(self._cli, image)
         config = images.config_of(found)
         if pulled_in is not None:  # kubelet's event once the pulled image is there
             message = images.pulled_message(image, pulled_in, images.size_of(found))

@@ -46,10 +46,15 @@ def pull_policy(spec: Mapping[str, Any]) -> str:
     return api_images.pull_policy(str(spec.get("image") or ""))
 
 
-async def ensure(cli: containercli.Cli, image: str, policy: str, report: Report) -> float | None:
+async def ensure(
+    cli: containercli.Cli, image: str, policy: str, report: Report, *, present: bool | None = None
+) -> float | None:
     """Have ``image`` as ``policy`` says, with kubelet's events: how long a pull took,
-    None when the image was there already (``StartError`` when it cannot be had)."""
-    present = (await cli.call(*cli.image_exists_words(image))).code == 0
+    None when the image was there already (``StartError`` when it cannot be had).
+    ``present``: whether the caller's ``inspect`` found it (one runtime call fewer), else
+    ``image exists`` asks."""
+    if present is None:
+        present = (await cli.call(*cli.image_exists_words(image))).code == 0
     if policy == "Never" and not present:
         message = f'Container image "{image}" is not present with pull policy of Never'
         raise StartError("ErrImageNeverPull", "ErrImageNeverPull", message, image=image)

@@ -43,6 +43,7 @@ class SessionNetwork:
         self.adopting = False  # an earlier session's network and holders are this one's
         self._pause_lock = asyncio.Lock()  # the holders' image, made once
         self._pause: str | None = None  # the holders' image ("" where none can be made)
+        self._named: set[str] = set()  # holder names this session has run
 
     async def create(self) -> None:
         """Make the session's network (else the host's is used, with a warning)."""
@@ -151,7 +152,9 @@ class SessionNetwork:
     ) -> str:
         """Run the pod's holder ``name``; what went wrong, "" when it runs."""
         await self.hold_dns(image, [f"/{images.PAUSE_BINARY}", "-P"])  # the first on it
-        await self._cli.call(*self._cli.remove_words(name))  # an earlier pod's
+        if self.adopting or name in self._named:  # an earlier pod's (same name, new uid)
+            await self._cli.call(*self._cli.remove_words(name))
+        self._named.add(name)  # a fresh session's holder names are new: nothing to remove
         identity = self.identity_options(target, pod_spec)
         pod = options.pod_options(self.session, self._cli.state_dir, target)
         labels = [*pod, "--label", f"{options.HOLDER_LABEL}=true"]
