@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import os
 import sys
 import tempfile
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +171,8 @@ async def _session(
         choice = await runtimes.choose(runtime, state_dir=state_dir, job=raw)
         if runtime != "process":
             console.print(choice.line, style="dim")
+        if choice.runtime is None and (threads := share_cores(raw, os.environ)):
+            console.print(threads, style="dim")
         cluster_of = machine_cluster(
             config, working_dir=Path.cwd(), container_runtime=choice.runtime
         )
@@ -218,6 +222,40 @@ async def _session(
         reason = exc.strerror or str(exc)
         console.print(f"error: the local cluster in {state_dir}: {reason}", style="bold red")
         return EXIT_FAILED
+
+
+def share_cores(raw: dict[str, Any], environ: MutableMapping[str, str]) -> str:
+    """Give the replicas of a multi-replica job that run as host processes the machine's CPUs
+    in equal shares of OpenMP threads, as ``torchrun`` does for its workers: each replica's
+    ``OMP_NUM_THREADS`` (in ``environ``, the kubelet's base environment) is the CPU count over
+    the replicas, at least 1 (3 replicas on 2 CPUs: 1), unless it is set already; a
+    container's own ``env`` still wins. Without it every replica's OpenMP pool spans every CPU
+    and three DDP ranks on two CPUs spin against each other (~1.8 s of a 6 s run,
+    docs/benchmarks.md). The line to print, "" where nothing was set."""
+    if "OMP_NUM_THREADS" in environ:
+        return ""
+    specs = raw.get("spec", {}).get(_replica_specs_field(raw)) or {}
+    replicas = sum(_replicas(spec) for spec in specs.values() if isinstance(spec, dict))
+    if replicas < 2:
+        return ""
+    cpus = os.cpu_count() or 1
+    environ["OMP_NUM_THREADS"] = str(max(1, cpus // replicas))
+    return (
+        f"OMP_NUM_THREADS={environ['OMP_NUM_THREADS']} for each of the {replicas} replicas "
+        f"({cpus} CPUs; set OMP_NUM_THREADS to choose)"
+    )
+
+
+def _replica_specs_field(raw: dict[str, Any]) -> str:
+    spec = raw.get("spec")
+    if not isinstance(spec, dict):
+        return ""
+    return next((k for k in spec if k.endswith("ReplicaSpecs")), "")
+
+
+def _replicas(spec: dict[str, Any]) -> int:
+    count = spec.get("replicas", 1)
+    return count if isinstance(count, int) and not isinstance(count, bool) else 1
 
 
 def _title(job: Job | TrainJobManifest) -> str:
