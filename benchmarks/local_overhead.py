@@ -7,8 +7,10 @@ Measures, in rounds that interleave the variants (so machine load hits all of th
   controller, process kubelet, the job, the logs, teardown;
 - **torchrun**: ``torchrun --nnodes 1 --nproc-per-node 3 examples/pytorch/ddp.py`` (the
   baseline of the target, world size 3, rendezvous on 127.0.0.1 at a free port);
-- **direct** (informative, ``--no-direct`` skips it): the same two processes started by hand
-  with ``MASTER_ADDR``/``MASTER_PORT``/``WORLD_SIZE``/``RANK`` set, the floor below both;
+- **direct** (informative, ``--no-direct`` skips it): the same three processes started by hand
+  with ``MASTER_ADDR``/``MASTER_PORT``/``WORLD_SIZE``/``RANK`` set and the same
+  ``OMP_NUM_THREADS`` share as the other two give them (CPUs / processes, at least 1), the
+  floor below both;
 - **containers** (when podman and ``make container-images`` are there; ``--no-containers``
   skips it): ``trainop run --runtime podman`` of the same job with the image
   ``localhost/trainop-ddp:1`` and this repository bind-mounted read-only (``hostPath``) at
@@ -102,8 +104,17 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def compile_sources(*sources: Path) -> None:
+    """Byte-compile trainop's sources first, as an installation has them: a tree edited since
+    its last run (or a shell with ``PYTHONDONTWRITEBYTECODE``) would otherwise compile ~300
+    modules, ~1 s, at every ``trainop run``; torch's are compiled already."""
+    for source in sources:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(source)], check=True)
+
+
 def base_env() -> dict[str, str]:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"  # python3, torchrun: this venv's
     for name in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK"):
         env.pop(name, None)
@@ -266,6 +277,8 @@ def run_direct(timeout: float) -> Run:
             "MASTER_PORT": port,
             "WORLD_SIZE": str(WORLD),
             "RANK": str(rank),
+            # the share torchrun and ``trainop run`` give each of several local processes
+            "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // WORLD)),
         }
         commands.append(([str(BIN / "python3"), SCRIPT], env))
     return timed(commands, timeout=timeout)
@@ -331,6 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.compare_src is not None:
         source = args.compare_src.resolve()
         variants["trainop@ref"] = lambda timeout: run_trainop(timeout, source=source)
+    compile_sources(ROOT / "src", *([args.compare_src / "src"] if args.compare_src else []))
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start", flush=True)
     results: dict[str, list[Run]] = {name: [] for name in variants}
     for round_ in range(1, args.rounds + 1):

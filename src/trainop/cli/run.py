@@ -171,7 +171,10 @@ async def _session(
         choice = await runtimes.choose(runtime, state_dir=state_dir, job=raw)
         if runtime != "process":
             console.print(choice.line, style="dim")
-        if choice.runtime is None and (threads := share_cores(raw, os.environ)):
+        shared = (
+            os.environ if choice.runtime is None else getattr(choice.runtime, "default_env", None)
+        )
+        if shared is not None and (threads := share_cores(raw, shared)):
             console.print(threads, style="dim")
         cluster_of = machine_cluster(
             config, working_dir=Path.cwd(), container_runtime=choice.runtime
@@ -227,11 +230,12 @@ async def _session(
 def share_cores(raw: dict[str, Any], environ: MutableMapping[str, str]) -> str:
     """Give the replicas of a multi-replica job that run as host processes the machine's CPUs
     in equal shares of OpenMP threads, as ``torchrun`` does for its workers: each replica's
-    ``OMP_NUM_THREADS`` (in ``environ``, the kubelet's base environment) is the CPU count over
-    the replicas, at least 1 (3 replicas on 2 CPUs: 1), unless it is set already; a
-    container's own ``env`` still wins. Without it every replica's OpenMP pool spans every CPU
-    and three DDP ranks on two CPUs spin against each other (~1.8 s of a 6 s run,
-    docs/benchmarks.md). The line to print, "" where nothing was set."""
+    ``OMP_NUM_THREADS`` (in ``environ``: the kubelet's base environment, or a container
+    runtime's ``default_env``) is the CPU count over the replicas, at least 1 (3 replicas on
+    2 CPUs: 1), unless it is set already; a container's own ``env`` still wins. Without it
+    every replica's OpenMP pool spans every CPU and three DDP ranks on two CPUs spin against
+    each other (~1.8 s of a 6 s run, docs/benchmarks.md). The line to print, "" where
+    nothing was set."""
     if "OMP_NUM_THREADS" in environ:
         return ""
     specs = raw.get("spec", {}).get(_replica_specs_field(raw)) or {}

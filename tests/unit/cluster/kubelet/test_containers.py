@@ -679,3 +679,20 @@ def test_a_present_image_is_inspected_once_not_asked_about_first(tmp_path: Path)
     assert (
         len([line for line in calls if line.endswith("image inspect --format json -- img:1")]) == 2
     )
+
+
+def test_default_env_reaches_each_container_unless_its_own_env_names_it(tmp_path: Path) -> None:
+    runtime, log = _networked(tmp_path)
+    runtime.default_env = {"OMP_NUM_THREADS": "1"}
+    spec = {"name": "c", "image": "img:1", "command": ["true"]}
+    own = _launch(tmp_path, spec, command=["true"], pod_env={"OMP_NUM_THREADS": "8"})
+
+    async def both() -> None:
+        await (await runtime.start(TARGET, _launch(tmp_path, spec, command=["true"]), {})).wait()
+        await (await runtime.start(TARGET, own, {})).wait()
+
+    asyncio.run(both())
+    runs = [line for line in log.read_text().splitlines() if " run --name " in f" {line} "]
+    assert "--env OMP_NUM_THREADS=1 " in runs[0]
+    assert "OMP_NUM_THREADS=1" not in runs[1]
+    assert "--env OMP_NUM_THREADS " in runs[1]  # its own value, passed by name

@@ -108,6 +108,9 @@ class ContainerRuntime:
         self._controllers_asked = False
         self._controllers_lock = asyncio.Lock()
         self._named: set[str] = set()  # container names this session has run
+        # Variables every container gets unless its own env names them (``trainop run``'s
+        # OMP_NUM_THREADS share of the CPUs, as for host processes).
+        self.default_env: dict[str, str] = {}
 
     @property
     def network(self) -> str:
@@ -320,6 +323,9 @@ class ContainerRuntime:
             words += self._network.identity_options(target, launch.pod_spec)
         if spec_dir := launch.spec.get("workingDir"):
             words += ["--workdir", str(spec_dir)]
+        for variable, value in self.default_env.items():
+            if variable not in launch.pod_env:
+                words += ["--env", f"{variable}={value}"]
         for variable in launch.pod_env:  # values from the client's environment, not argv
             words += ["--env", variable]
         for mount in options.mounts(launch):
