@@ -42,6 +42,23 @@ import threading
 import time
 from typing import Any
 
+# An exec on a terminal: the command leads a new session whose controlling terminal is its
+# stdin (the kubelet's exec server uses it too, for host processes it runs itself).
+TERMINAL_LEADER = [
+    sys.executable,
+    "-I",
+    "-S",
+    "-c",
+    "import fcntl, os, sys, termios\n"
+    "os.setsid()\n"
+    "fcntl.ioctl(0, termios.TIOCSCTTY, 0)\n"
+    "try:\n"
+    "    os.execvp(sys.argv[1], sys.argv[1:])\n"
+    "except OSError as exc:\n"
+    "    sys.stderr.write(f'exec: {sys.argv[1]!r}: {exc.strerror}\\n')\n"
+    "    sys.exit(127)\n",
+]
+
 LINE_LIMIT = 64 * 1024
 WATCH_INTERVAL = 1.0
 PREFIX = "trainop-run-"
@@ -243,16 +260,20 @@ class Supervisor:
 
     def exec(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
         """Run a command in the container's group with the caller's stdio; SIGKILL it when
-        the caller hangs up."""
+        the caller hangs up. With ``"tty": true`` the command instead leads a session of its
+        own whose controlling terminal is its stdin (the caller's pseudo terminal), so ^C and
+        job control reach it, and it is killed as a group."""
+        tty = request.get("tty") is True
         try:
+            argv = list(request["argv"])
             command = subprocess.Popen(
-                request["argv"],
+                [*TERMINAL_LEADER, *argv] if tty else argv,
                 env=request.get("env"),
                 cwd=request.get("cwd"),
                 stdin=fds[0],
                 stdout=fds[1],
                 stderr=fds[2],
-                process_group=self.group,
+                process_group=None if tty else self.group,
                 close_fds=True,
             )
         except (OSError, KeyError, TypeError) as exc:
@@ -262,17 +283,20 @@ class Supervisor:
         finally:
             for fd in fds:
                 os.close(fd)
-        _thread(_kill_on_hang_up, conn, command)
+        _thread(_kill_on_hang_up, conn, command, tty)
         _reply(conn, {"exitCode": _exit_code(command.wait())})
         conn.close()
 
 
-def _kill_on_hang_up(conn: socket.socket, command: subprocess.Popen[bytes]) -> None:
+def _kill_on_hang_up(conn: socket.socket, command: subprocess.Popen[bytes], group: bool) -> None:
     with contextlib.suppress(OSError):
         conn.recv(1)
     if command.poll() is None:
         with contextlib.suppress(OSError):
-            command.kill()
+            if group:  # a terminal's session: the command leads its own group
+                os.killpg(command.pid, signal.SIGKILL)
+            else:
+                command.kill()
 
 
 def _exit_code(returncode: int) -> int:
@@ -336,13 +360,20 @@ def main(spec_path: str) -> int:
     return 0
 
 
-def exec_main(address: str, argv: list[str]) -> int:
+def exec_main(address: str, argv: list[str], *, tty: bool = False) -> int:
     """Run ``argv`` in the container whose supervisor listens at ``address``, with this
-    process's stdio, environment and working directory; exit with its exit code."""
+    process's stdio, environment and working directory (``tty``: stdin is a terminal the
+    command is to lead); exit with its exit code."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect("\0" + address)
-        request = {"op": "exec", "argv": argv, "env": dict(os.environ), "cwd": os.getcwd()}
+        request = {
+            "op": "exec",
+            "argv": argv,
+            "env": dict(os.environ),
+            "cwd": os.getcwd(),
+            "tty": tty,
+        }
         socket.send_fds(conn, [encode(request)], [0, 1, 2])
         answer = decode(conn.makefile("rb").readline())
     except (OSError, ValueError) as exc:
@@ -355,7 +386,11 @@ def exec_main(address: str, argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the kubelet's to judge
-    if sys.argv[1:2] == ["--exec"]:
-        sys.exit(exec_main(sys.argv[2], sys.argv[4:]))
+    # A terminal's Ctrl-C is the kubelet's to judge: caught, not ignored, since an ignored
+    # signal stays ignored across exec and the container and exec'd commands must get it.
+    signal.signal(signal.SIGINT, lambda _signum, _frame: None)
+    if sys.argv[1:2] == ["--exec"]:  # --exec ADDRESS [--tty] -- COMMAND...
+        words = sys.argv[3:]
+        terminal = words[:1] == ["--tty"]
+        sys.exit(exec_main(sys.argv[2], words[2:] if terminal else words[1:], tty=terminal))
     sys.exit(main(sys.argv[1]))

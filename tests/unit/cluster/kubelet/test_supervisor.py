@@ -116,6 +116,29 @@ def test_a_signal_reaches_the_container_group(tmp_path: Path, reaper: Reaper) ->
     assert asyncio.run(main()) == -signal.SIGTERM
 
 
+def test_the_container_and_an_exec_get_sigint_as_the_default(
+    tmp_path: Path, reaper: Reaper
+) -> None:
+    """The supervisor ignores a terminal's ^C itself, but an ignored signal would stay ignored
+    across exec: the container and an exec'd command must start with SIGINT's default."""
+    runtime = supervised.SupervisedRuntime(tmp_path, reaper)
+    probe = (
+        "import signal, sys\n"
+        "sys.exit(3 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN else 0)"
+    )
+
+    async def main() -> tuple[int, int]:
+        running = await runtime.start(
+            target(), launch(f"import time; time.sleep(0.5)\n{probe}", tmp_path), {}
+        )
+        argv, _ = running.exec_argv([sys.executable, "-c", probe], tty=False)
+        execd = await asyncio.create_subprocess_exec(*argv)
+        exec_code = await execd.wait()
+        return await running.wait(), exec_code
+
+    assert asyncio.run(main()) == (0, 0)
+
+
 def test_a_run_is_found_again_while_it_runs_and_after_it_ended(
     tmp_path: Path, reaper: Reaper
 ) -> None:

@@ -37,7 +37,6 @@ import os
 import signal
 import socket
 import struct
-import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -45,24 +44,15 @@ from typing import Any
 
 from trainop.cluster.kubelet.runtimes import processes
 from trainop.cluster.kubelet.runtimes.runtime import Launch, Running
+from trainop.cluster.kubelet.supervisor import TERMINAL_LEADER
 
-# With ``"tty": true`` the command leads a session whose controlling terminal is its stdin
-# (a pseudo terminal the caller made), so the terminal's signals (^C, ^Z) and job control
-# work; it leaves the container's process group for that, and is killed as a group instead.
-_SESSION_LEADER = [
-    sys.executable,
-    "-I",
-    "-S",
-    "-c",
-    "import fcntl, os, sys, termios\n"
-    "os.setsid()\n"
-    "fcntl.ioctl(0, termios.TIOCSCTTY, 0)\n"
-    "try:\n"
-    "    os.execvp(sys.argv[1], sys.argv[1:])\n"
-    "except OSError as exc:\n"
-    "    sys.stderr.write(f'exec: {sys.argv[1]!r}: {exc.strerror}\\n')\n"
-    "    sys.exit(127)\n",
-]
+# With ``"tty": true`` a command this server runs itself (a host process placed in the
+# container's group) leads a session whose controlling terminal is its stdin (a pseudo
+# terminal the caller made), so the terminal's signals (^C, ^Z) and job control work; it
+# leaves the container's process group for that, and is killed as a group instead. A runtime
+# whose exec argv is a client of its own (``podman exec -t``, the supervisor's ``--tty``; a new
+# group, 0) gives the terminal to the command on its side: the client is not wrapped.
+_SESSION_LEADER = TERMINAL_LEADER
 Target = Callable[[str, str, str], Awaitable["tuple[Launch, Running] | str"]]
 _REQUEST_LIMIT = 1 << 20
 
@@ -159,7 +149,7 @@ class ExecServer:
         tty = request.get("tty") is True
         argv, group = running.exec_argv(command, tty=tty)
         process = await processes.start(
-            [*_SESSION_LEADER, *argv] if tty else argv,
+            [*_SESSION_LEADER, *argv] if tty and group != 0 else argv,
             env=launch.env,
             cwd=launch.cwd,
             stdin=fds[0],

@@ -159,9 +159,11 @@ class SupervisedProcess:
 
     def exec_argv(self, command: list[str], *, tty: bool) -> tuple[list[str], int]:
         """The supervisor runs ``command`` in the container's group (another session's group
-        cannot be joined from here)."""
-        del tty
-        return [sys.executable, "-I", "-S", SCRIPT, "--exec", self._address, "--", *command], 0
+        cannot be joined from here), or, on a terminal, as the leader of that terminal's
+        session (``--tty``): the client here only relays."""
+        terminal = ["--tty"] if tty else []
+        client = [sys.executable, "-I", "-S", SCRIPT, "--exec", self._address, *terminal, "--"]
+        return [*client, *command], 0
 
 
 def _ended() -> asyncio.StreamReader:
