@@ -21,6 +21,8 @@ connections, timeouts) are raised as ``TransportError`` for ``HttpClient`` to ma
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -215,6 +217,7 @@ class AiohttpTransport:
         self._auth = AuthHeader(auth)
         self._proxy: dict[str, Any] = _env_proxy(self._base) if trust_env else {}
         self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._timeout = aiohttp.ClientTimeout(total=None, connect=_TIMEOUT_S, sock_read=_TIMEOUT_S)
         self._stream_timeout = aiohttp.ClientTimeout(total=None, connect=_TIMEOUT_S)
 
@@ -223,7 +226,13 @@ class AiohttpTransport:
         return URL(f"{self._base}{path}{query}", encoded=True)
 
     def _client(self) -> aiohttp.ClientSession:
-        if self._session is None:
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._loop is not loop:
+            # A session belongs to one event loop; a client used from a later one (a second
+            # ``asyncio.run``) gets a new session there, as httpx2 would open new connections.
+            if self._session is not None:
+                _abandon(self._session)
+            self._loop = loop
             connector = aiohttp.TCPConnector(ssl=self._ssl if self._ssl is not None else True)
             self._session = aiohttp.ClientSession(
                 connector=connector,
@@ -277,9 +286,16 @@ class AiohttpTransport:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def close(self) -> None:
-        if self._session is not None:
+        if self._session is not None and self._loop is asyncio.get_running_loop():
             await self._session.close()
-            self._session = None
+        self._session = None
+
+
+def _abandon(session: aiohttp.ClientSession) -> None:
+    """Mark a session of another (usually finished) loop closed, dropping its connections
+    without that loop, so it is not reported as unclosed."""
+    with contextlib.suppress(Exception):
+        session.connector._close()  # type: ignore[union-attr]
 
 
 def _env_proxy(base_url: str) -> dict[str, Any]:

@@ -166,3 +166,28 @@ def test_an_unreachable_server_is_one_error() -> None:
         await client.close()
 
     asyncio.run(main())
+
+
+def test_a_client_used_from_a_second_event_loop_opens_a_session_there() -> None:
+    recorder = Recorder()
+
+    async def body(url: str) -> None:
+        client = HttpClient(AiohttpTransport(url))
+        await client.get(PODS, name="a", namespace="ns")
+        done = asyncio.Event()
+
+        def in_another_loop() -> None:
+            asyncio.run(client.get(PODS, name="b", namespace="ns"))
+            done.set()
+
+        await asyncio.to_thread(in_another_loop)
+        assert done.is_set()
+        await client.get(PODS, name="c", namespace="ns")
+        await client.close()
+
+    serve(recorder, body)
+    assert [seen[1] for seen in recorder.seen] == [
+        "/api/v1/namespaces/ns/pods/a",
+        "/api/v1/namespaces/ns/pods/b",
+        "/api/v1/namespaces/ns/pods/c",
+    ]
