@@ -168,5 +168,7 @@ def test_an_unreachable_cluster_is_a_one_line_error(tmp_path: Path) -> None:
             }
         )
     )
-    assert "connection attempts failed" in failed_in_one_line(trainop(config, "get", "pytorchjob"))
+    line = failed_in_one_line(trainop(config, "get", "pytorchjob"))
+    assert "127.0.0.1:9" in line  # names the address it could not reach
+    assert "connect" in line.lower()
     assert "configuration" in failed_in_one_line(trainop(None, "get"))
