@@ -75,7 +75,7 @@ MXVENV  ?= .venv-mxnet
 IMPIVENV ?= .venv-impi
 MPICHVENV ?= .venv-mpich
 E2E_RUN := TRAINOP_E2E_REQUIRE=1 $(BIN)/pytest -q -m e2e tests/e2e --durations=0 -rA -s
-CORE    := pytorch or xgboost or (mpi and not mpich and not impi) or (trainjob and not jax) or kubeflow_sdk
+CORE    := pytorch or xgboost or (mpi and not mpich and not impi) or trainjob or kubeflow_sdk
 SDKVENV ?= .venv-kubeflow-sdk
 
 e2e-env: $(STAMP)

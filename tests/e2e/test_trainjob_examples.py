@@ -8,8 +8,8 @@ plus a second copy of the torch example under another name, so two torch
 TrainJobs rendezvous at the same time on one loopback, each on the port recorded for it; each
 ends ``Complete`` (``Failed`` for ``fail-restart.yaml``, after exactly one JobSet restart).
 Marked ``e2e`` (``make e2e``); a framework that is not installed skips its case, unless
-``TRAINOP_E2E_REQUIRE=1`` (set by the make targets) makes that a failure. JAX is in
-``make e2e-all`` (the JAX example's marker ``jax``).
+``TRAINOP_E2E_REQUIRE=1`` (set by the make targets) makes that a failure. Every example,
+JAX's included (``jax[cpu]`` is in the ``e2e`` extra), runs in ``make e2e``.
 """
 
 from __future__ import annotations
@@ -114,7 +114,12 @@ def _applied(kubectl: list[str], path: Path, name: str | None = None) -> list[st
 def test_trainjob_examples_applied_together_with_kubectl_against_local_up(
     kubectl: list[str],  # noqa: F811
 ) -> None:
-    wanted = {"torch": ("torch",), "xgboost": ("xgboost",), "mpi": ("mpi4py", "mpirun")}
+    wanted = {
+        "torch": ("torch",),
+        "xgboost": ("xgboost",),
+        "mpi": ("mpi4py", "mpirun"),
+        "jax": ("jax",),
+    }
     _require([m for needs in wanted.values() for m in _missing(Case("", needs, 0))], "local up")
     runtimes = _run(kubectl, "get", "clustertrainingruntimes", "-o", "name")
     assert "clustertrainingruntime.trainer.kubeflow.org/torch-distributed" in runtimes
@@ -127,6 +132,7 @@ def test_trainjob_examples_applied_together_with_kubectl_against_local_up(
     complete += _applied(kubectl, EXAMPLES / "xgboost.yaml")
     complete += _applied(kubectl, EXAMPLES / "initializers.yaml")
     complete += _applied(kubectl, EXAMPLES / "mpi.yaml")
+    complete += _applied(kubectl, EXAMPLES / "jax.yaml")
     failed = _applied(kubectl, EXAMPLES / "fail-restart.yaml")
     for name in complete:
         _run(kubectl, "wait", "--for=condition=Complete", f"trainjob/{name}", "--timeout=240s",
@@ -148,7 +154,14 @@ def test_trainjob_examples_applied_together_with_kubectl_against_local_up(
         for name in ("torch-ddp", "torch-ddp-twin")
     ]
     assert ports[0]["torch-ddp-node-0-0"] != ports[1]["torch-ddp-twin-node-0-0"], ports
-    proofs_of = {"torch-ddp": 4, "torch-ddp-twin": 4, "xgboost": 2, "steps": 1, "mpi": 1}
+    proofs_of = {
+        "torch-ddp": 4,
+        "torch-ddp-twin": 4,
+        "xgboost": 2,
+        "steps": 1,
+        "mpi": 1,
+        "jax": 2,
+    }
     for name, proofs in proofs_of.items():
         logs = _run(kubectl, "logs", "-l", f"jobset.sigs.k8s.io/jobset-name={name}",
                     "--tail=-1", "--prefix")  # fmt: skip
