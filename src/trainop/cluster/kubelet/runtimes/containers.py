@@ -158,7 +158,8 @@ class ContainerRuntime:
         """Remove what sessions that are gone (or used this state directory) left; a crashed
         daemon's (``_kept``) stay for the next ``local up`` on its state directory."""
         label = f"label={options.SESSION_LABEL}"
-        found = [*await self._cli.containers(label), *await self._cli.networks(label)]
+        boxes, nets = await asyncio.gather(self._cli.containers(label), self._cli.networks(label))
+        found = [*boxes, *nets]
         stale = set()
         for _, labels in found:
             state = str(labels.get(options.STATE_LABEL) or "")
@@ -172,11 +173,11 @@ class ContainerRuntime:
 
     async def reap(self, *, by: str, value: str) -> None:
         """Remove the containers, then the networks, labelled ``by=value``."""
-        label = f"label={by}={value}"
-        ids = [found for found, _ in await self._cli.containers(label)]
-        if ids:
+        label = f"label={by}={value}"  # both listings at once, then containers before networks
+        boxes, nets = await asyncio.gather(self._cli.containers(label), self._cli.networks(label))
+        if ids := [found for found, _ in boxes]:
             await self._cli.call(*self._cli.remove_words(*ids))
-        for name, _ in await self._cli.networks(label):
+        for name, _ in nets:
             await self._cli.call(*self._cli.network_remove_words(name))
 
     async def reattach(
@@ -207,8 +208,9 @@ class ContainerRuntime:
         argv, user = await self._resolve(image, launch, target, report)
         await self._check_devices(launch.devices)
         controllers = await self.cgroup_controllers()
-        await self._network.hold_dns(image, argv)
         holder = self._network.holder(target.uid)  # ``prepare`` made it
+        if not holder:  # a holder's quiet ``run`` started the network's DNS server already
+            await self._network.hold_dns(image, argv)
         name = options.container_name(self.session, target)
         if self._network.adopting or name in self._named:  # a leftover of an earlier run
             await self._cli.call(*self._cli.remove_words(name))

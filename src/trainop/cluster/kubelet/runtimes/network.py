@@ -78,7 +78,10 @@ class SessionNetwork:
         to connect to syslog" where no syslog runs): that call is this one, not a replica's
         ``podman run``, whose stderr is the container's log. The holder keeps the server up
         until ``close`` removes it with the session's containers. Best effort: where it cannot
-        be made, the line shows in the first replica's log, as before."""
+        be made, the line shows in the first replica's log, as before. Not needed where pods
+        have holders (``prepare``): a holder's ``run --detach``, whose output is discarded,
+        is the first call on the network, and the pods' containers join their holders'
+        namespaces rather than the network, so no replica's ``run`` starts the server."""
         async with self._dns_lock:
             if self._dns_held or not self.name or not self._cli.holds_dns:
                 return
@@ -151,7 +154,6 @@ class SessionNetwork:
         self, name: str, image: str, target: Target, pod_spec: Mapping[str, Any]
     ) -> str:
         """Run the pod's holder ``name``; what went wrong, "" when it runs."""
-        await self.hold_dns(image, [f"/{images.PAUSE_BINARY}", "-P"])  # the first on it
         if self.adopting or name in self._named:  # an earlier pod's (same name, new uid)
             await self._cli.call(*self._cli.remove_words(name))
         self._named.add(name)  # a fresh session's holder names are new: nothing to remove
