@@ -10,14 +10,18 @@ node prints the master address it was given and every rank its ``PROOF ... OK``.
 Ctrl-C (SIGINT to the run's process group, as a terminal sends it) while a two-step TrainJob's
 trainer nodes wait, after its initializer wrote into the claim of the runtime's
 ``volumeClaimPolicies``: exit 130, and no container of the session, no process of the run or of
-the containers, and no state or claim directory is left. The manifests are test-local: the
-``hostPath`` names this checkout. Skipped where podman or the images are missing.
+the containers, and no state or claim directory is left. Case three: two TrainJobs on the
+shipped ``torch-distributed`` runtime (``trainer.image`` the local one) applied at once to
+``trainop local up --runtime podman`` both Complete, each at its own master's name and both on
+29500. The manifests are test-local: the ``hostPath`` names this checkout. Skipped where
+podman or the images are missing (the third also where kubectl is).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -237,3 +241,69 @@ def test_ctrl_c_of_a_trainjob_in_containers_leaves_no_container_process_or_claim
     assert _processes_with(token) == [], "no process of the containers"
     assert _in_session(process.pid) == [], "no process of the run"
     assert list(temp.iterdir()) == [], "no state directory, claim directories included"
+
+
+def _kubectl(env: dict[str, str], *words: str, stdin: str | None = None) -> str:
+    done = subprocess.run(
+        ["kubectl", *words],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def _shipped(name: str) -> str:
+    """A 2-node TrainJob on the shipped ``torch-distributed`` runtime, in the local image with
+    its own script (``/opt/train/ddp.py`` prints the master address and ``in_sync=True``)."""
+    trainer = {"image": IMAGE, "numNodes": 2, "command": ["torchrun", "/opt/train/ddp.py"]}
+    trainjob = _trainjob(name, "torch-distributed", trainer)
+    trainjob["spec"]["runtimeRef"] = {"name": "torch-distributed"}
+    return yaml.safe_dump(trainjob)
+
+
+def test_two_trainjobs_at_once_under_local_up_each_rendezvous_at_their_own_master(
+    podman: Path,  # noqa: F811
+) -> None:
+    """Each pod has its own network namespace: two TrainJobs both use port 29500 at once."""
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not installed (make kubectl-env)")
+    state = podman / "cluster"
+    up = subprocess.run(
+        [*TRAINOP, "local", "up", "--state-dir", str(state), "--runtime", "podman"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert up.returncode == 0, up.stderr
+    env = {**os.environ, "KUBECONFIG": str(state / "kubeconfig")}
+    try:
+        for name in ("tj-one", "tj-two"):
+            _kubectl(env, "apply", "-f", "-", stdin=_shipped(name))
+        complete = "jsonpath={.items[*].status.conditions[?(@.type=='Complete')].status}"
+
+        def both_complete() -> bool:
+            return _kubectl(env, "get", "trainjobs", "-o", complete).split() == ["True", "True"]
+
+        wait_for(both_complete, timeout=240, what="both TrainJobs Complete", interval=1)
+        for name in ("tj-one", "tj-two"):
+            selector = f"jobset.sigs.k8s.io/jobset-name={name}"
+            logs = _kubectl(env, "logs", "-l", selector, "--prefix=false", "--tail=-1")
+            masters = re.findall(r"^ddp rank=\d world=2 master=(\S+) .*in_sync=True$", logs, re.M)
+            assert masters == [f"{name}-node-0-0.{name}"] * 2, logs
+            annotations = _kubectl(env, "get", "trainjob", name, "-o", "jsonpath={.metadata}")
+            assert "local.trainop.dev/ports" not in annotations  # upstream's port, as on a cluster
+    finally:
+        down = subprocess.run(
+            [*TRAINOP, "local", "down", "--state-dir", str(state)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert down.returncode == 0, down.stderr
