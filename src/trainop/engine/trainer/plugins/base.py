@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainop.api.trainer import constants as c
-from trainop.engine.trainer.info import RuntimeInfo
+from trainop.engine.trainer import containers as k
+from trainop.engine.trainer.info import PodSet, RuntimeInfo
 from trainop.errors import FieldError, TrainopError
 
 Raw = Mapping[str, Any]
@@ -78,3 +79,17 @@ def owner_reference(info: RuntimeInfo) -> Wire:
 def object_meta(info: RuntimeInfo, name: str) -> Wire:
     """Metadata of an object the TrainJob owns: name, namespace, ownerReference."""
     return {"name": name, "namespace": info.namespace, "ownerReferences": [owner_reference(info)]}
+
+
+def sized_trainer(info: RuntimeInfo) -> tuple[PodSet | None, Wire | None]:
+    """The ML plugins' first step: the trainer PodSet, its count set from ``trainer.numNodes``
+    when the TrainJob gives one, and its ``node`` container when the TrainJob has a
+    ``trainer`` block (the one the plugins give env and ports; None otherwise)."""
+    trainer_set = info.trainer_pod_set()
+    if trainer_set is None:
+        return None, None
+    num_nodes = (info.trainer or {}).get("numNodes")
+    if isinstance(num_nodes, int):
+        trainer_set.count = num_nodes
+    node = k.named(trainer_set.containers, c.NODE) if info.trainer is not None else None
+    return trainer_set, node

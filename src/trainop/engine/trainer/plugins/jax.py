@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from trainop.api.trainer import constants as c
 from trainop.engine.trainer import containers as k
 from trainop.engine.trainer.info import RuntimeInfo
 from trainop.engine.trainer.plugins import torch
-from trainop.engine.trainer.plugins.base import Plugin
+from trainop.engine.trainer.plugins.base import Plugin, sized_trainer
 
 
 def is_active(info: RuntimeInfo) -> bool:
@@ -24,14 +23,8 @@ def is_active(info: RuntimeInfo) -> bool:
 def enforce(info: RuntimeInfo) -> None:
     if not is_active(info):
         return
-    trainer_set = info.trainer_pod_set()
-    if trainer_set is None:
-        return
-    num_nodes = (info.trainer or {}).get("numNodes")
-    if isinstance(num_nodes, int):
-        trainer_set.count = num_nodes
-    node = k.named(trainer_set.containers, c.NODE)
-    if info.trainer is None or node is None:
+    trainer_set, node = sized_trainer(info)
+    if trainer_set is None or node is None:
         return
     k.upsert_env(
         node,

@@ -7,11 +7,10 @@ without ``mlPolicy``. The trainer PodSet count comes from ``trainer.numNodes``; 
 
 from __future__ import annotations
 
-from trainop.api.trainer import constants as c
 from trainop.engine.trainer import containers as k
 from trainop.engine.trainer.containers import maps
 from trainop.engine.trainer.info import RuntimeInfo
-from trainop.engine.trainer.plugins.base import Plugin
+from trainop.engine.trainer.plugins.base import Plugin, sized_trainer
 
 _OTHERS = ("torch", "mpi", "jax")
 
@@ -19,13 +18,7 @@ _OTHERS = ("torch", "mpi", "jax")
 def enforce(info: RuntimeInfo) -> None:
     if any(info.ml_policy.get(name) is not None for name in _OTHERS):
         return
-    trainer_set = info.trainer_pod_set()
-    if trainer_set is None:
-        return
-    num_nodes = (info.trainer or {}).get("numNodes")
-    if isinstance(num_nodes, int):
-        trainer_set.count = num_nodes
-    node = k.named(trainer_set.containers, c.NODE)
+    _, node = sized_trainer(info)
     if info.trainer is not None and node is not None:
         k.upsert_env(node, maps(info.trainer.get("env")))
 

@@ -22,7 +22,13 @@ from trainop.engine.trainer import network
 from trainop.engine.trainer.containers import Raw, Wire, as_list, as_map, maps
 from trainop.engine.trainer.info import RuntimeInfo, pod_spec
 from trainop.engine.trainer.plugins import torchtune
-from trainop.engine.trainer.plugins.base import PlanError, Plugin, ValidateContext, Validation
+from trainop.engine.trainer.plugins.base import (
+    PlanError,
+    Plugin,
+    ValidateContext,
+    Validation,
+    sized_trainer,
+)
 from trainop.errors import FieldError
 
 AUTO = "auto"
@@ -90,13 +96,9 @@ def enforce(info: RuntimeInfo) -> None:
     """§3.4 EnforceMLPolicy."""
     if policy(info) is None:
         return
-    trainer_set = info.trainer_pod_set()
-    num_nodes = (info.trainer or {}).get("numNodes")
-    if trainer_set is not None and isinstance(num_nodes, int):
-        trainer_set.count = num_nodes
+    trainer_set, node = sized_trainer(info)
     procs = procs_per_node(info)
     nodes = trainer_set.count if trainer_set is not None else 1
-    node = k.named(trainer_set.containers, c.NODE) if trainer_set is not None else None
     if info.trainer is not None and node is not None:
         k.upsert_env(node, maps(info.trainer.get("env")))
         tune = torchtune.is_torchtune(info)

@@ -17,7 +17,7 @@ from trainop.engine.trainer import containers as k
 from trainop.engine.trainer.containers import maps
 from trainop.engine.trainer.info import RuntimeInfo
 from trainop.engine.trainer.plugins import torch
-from trainop.engine.trainer.plugins.base import Plugin, ValidateContext, Validation
+from trainop.engine.trainer.plugins.base import Plugin, ValidateContext, Validation, sized_trainer
 from trainop.errors import FieldError
 
 
@@ -28,14 +28,8 @@ def is_active(info: RuntimeInfo) -> bool:
 def enforce(info: RuntimeInfo) -> None:
     if not is_active(info):
         return
-    trainer_set = info.trainer_pod_set()
-    if trainer_set is None:
-        return
-    num_nodes = (info.trainer or {}).get("numNodes")
-    if isinstance(num_nodes, int):
-        trainer_set.count = num_nodes
-    node = k.named(trainer_set.containers, c.NODE)
-    if info.trainer is None or node is None:
+    trainer_set, node = sized_trainer(info)
+    if trainer_set is None or node is None:
         return
     workers = k.gpu_count(torch.runtime_resources(info)) or 1
     k.upsert_env(
