@@ -698,3 +698,17 @@ def test_default_env_reaches_each_container_unless_its_own_env_names_it(tmp_path
     assert "--env OMP_NUM_THREADS=1 " in runs[0]
     assert "OMP_NUM_THREADS=1" not in runs[1]
     assert "--env OMP_NUM_THREADS " in runs[1]  # its own value, passed by name
+
+
+def test_a_second_close_lists_nothing_again_unless_a_pod_started_since(tmp_path: Path) -> None:
+    runtime, log = _networked(tmp_path)
+
+    async def closes() -> None:
+        await runtime.close()
+        await runtime.close()  # the kubelet's, then the session's
+        _ = await runtime.prepare(TARGET, PAIR, _recorder([]))
+        await runtime.close()
+
+    asyncio.run(closes())
+    listings = [line for line in log.read_text().splitlines() if " ps -a " in f" {line} "]
+    assert len(listings) == 2

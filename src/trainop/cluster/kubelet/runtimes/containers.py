@@ -111,6 +111,7 @@ class ContainerRuntime:
         # Variables every container gets unless its own env names them (``trainop run``'s
         # OMP_NUM_THREADS share of the CPUs, as for host processes).
         self.default_env: dict[str, str] = {}
+        self._closed = False  # ``close`` ran and no container started since
 
     @property
     def network(self) -> str:
@@ -149,8 +150,12 @@ class ContainerRuntime:
             await self._network.create()
 
     async def close(self) -> None:
-        """Remove every container and the network of this session."""
+        """Remove every container and the network of this session (once: the kubelet and the
+        session both close it, and nothing can start between)."""
+        if self._closed:
+            return
         await self.reap(by=options.SESSION_LABEL, value=self.session)
+        self._closed = True
         if self.exec_dir is not None:
             shutil.rmtree(self.exec_dir, ignore_errors=True)
 
@@ -194,6 +199,7 @@ class ContainerRuntime:
     async def prepare(self, target: Target, pod_spec: Mapping[str, Any], report: Report) -> str:
         """The pod's holder, made before its first container (``network.SessionNetwork``):
         the pod's address, "" where it has none of its own."""
+        self._closed = False
         return await self._network.prepare(target, pod_spec, report)
 
     async def release(self, uid: str) -> None:
@@ -204,6 +210,7 @@ class ContainerRuntime:
         self, target: Target, launch: Launch, env: Mapping[str, str], report: Report = no_report
     ) -> Running:
         del env  # the host's environment stays on the host: the pod's own env goes in
+        self._closed = False
         image = str(launch.spec.get("image") or "")
         argv, user = await self._resolve(image, launch, target, report)
         await self._check_devices(launch.devices)
