@@ -247,3 +247,19 @@ class BrokenStreamError(ApiError):
 
 class UnreachableError(ApiError):
     """The API server could not be reached (connection refused, DNS, TLS)."""
+
+
+def json_type(value: object) -> str:
+    """The JSON type of a decoded value, as kube names it in schema errors (``null``,
+    ``boolean``, ``integer``, ``number``, ``string``, ``array``, ``object``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"

@@ -125,3 +125,19 @@ def test_a_cause_read_back_from_a_server_renders_as_it_was_sent() -> None:
     cause = errors.FieldError("spec.x", "FieldValueTypeInvalid", 'Invalid value: "string": bad')
     assert str(cause) == 'spec.x: Invalid value: "string": bad'
     assert cause.reason == "FieldValueTypeInvalid"
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        (None, "null"),
+        (True, "boolean"),
+        (3, "integer"),
+        (1.5, "number"),
+        ("x", "string"),
+        ([1], "array"),
+        ({"a": 1}, "object"),
+    ],
+)
+def test_json_type_names_a_value_as_kube_does(value: object, named: str) -> None:
+    assert errors.json_type(value) == named

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from trainop.errors import FieldError
+from trainop.errors import FieldError, json_type
 
 ROOT = "<nil>"  # how kube prints the path of a rule on the object itself
 
@@ -72,16 +72,8 @@ def matches(pattern: str, value: object) -> bool:
 
 
 def schema_type(value: object) -> str:
-    """The OpenAPI type name of a decoded value, as a CEL error names it."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
+    """The OpenAPI type name of a decoded value, as a CEL error names it (``object`` for null)."""
+    return "object" if value is None else json_type(value)
 
 
 def below(value: object, bound: int) -> bool:

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from trainop.api.fields import INT32_MAX, INT_RANGE_ERROR
-from trainop.errors import FieldError
+from trainop.errors import FieldError, json_type
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -52,21 +52,6 @@ def parse(model: type[ModelT], obj: object) -> ModelT | list[FieldError]:
         return model.model_validate(obj)
     except ValidationError as exc:
         return [_field_error(error) for error in exc.errors()]
-
-
-def json_type(value: object) -> str:
-    """The JSON type of a decoded value, as kube names it."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
 
 
 def shown(value: object) -> str:

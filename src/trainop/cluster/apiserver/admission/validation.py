@@ -27,7 +27,7 @@ from typing import Any
 import fastjsonschema
 import jsonschema
 
-from trainop.errors import FieldError
+from trainop.errors import FieldError, json_type
 
 SCHEMA_VERSION = "v1.31.0"
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -96,7 +96,7 @@ def _field_error(error: jsonschema.ValidationError) -> FieldError:
         detail = f"Unsupported value: {_short(error.instance)}: supported values: {supported}"
         return FieldError(path=where, type="NotSupported", detail=detail)
     if error.validator == "type":
-        actual = _json_type(error.instance)
+        actual = json_type(error.instance)
         wanted = _wanted_type(error.validator_value)
         detail = f'Invalid value: "{actual}": {where} in body must be of type {wanted}: "{actual}"'
         return FieldError(path=where, type="Invalid", detail=detail)
@@ -115,21 +115,6 @@ _KUBE_RULES = {
     "minLength": "should be at least {} chars long",
     "maxLength": "should be at most {} chars long",
 }
-
-
-def _json_type(value: Any) -> str:
-    """The JSON type of a decoded value, as kube names it in schema errors."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
 
 
 def _wanted_type(types: Any) -> str:
