@@ -191,36 +191,19 @@ async def attach(container_id: str, exited: Path) -> SupervisedProcess | None:
     return SupervisedProcess(pid, container_id, reader, writer, exited)
 
 
-class SupervisedRuntime:
-    """Containers as supervised host processes (see the module docstring)."""
+class SupervisedRuntime(host.HostRuntime):
+    """Containers as supervised host processes (see the module docstring): the host runtime's
+    pods (the host's network, nothing prepared or held per pod), each run under a supervisor."""
 
     def __init__(self, root: Path, reaper: Reaper) -> None:
+        super().__init__(reaper)
         self._root = root
-        self._host = host.HostRuntime(reaper)
-
-    @property
-    def addresses_by_name(self) -> bool:
-        return False
-
-    async def open(self) -> None:
-        """Nothing to prepare: each run brings its supervisor."""
-
-    async def close(self) -> None:
-        """Nothing left: every run was stopped with its pod."""
-
-    async def prepare(self, target: Target, pod_spec: Mapping[str, Any], report: Report) -> str:
-        """Nothing to make: a pod's processes have the host's network and address."""
-        del target, pod_spec, report
-        return ""
-
-    async def release(self, uid: str) -> None:
-        """Nothing held per pod."""
 
     async def start(
         self, target: Target, launch: Launch, env: Mapping[str, str], report: Report = no_report
     ) -> Running:
         if launch.spec.get("stdin") is True or launch.spec.get("tty") is True:
-            return await self._host.start(target, launch, env, report)
+            return await super().start(target, launch, env, report)
         if not launch.argv:
             raise StartError("ContainerCannotRun", "CreateContainerError", NO_COMMAND)
         sandbox = Sandbox.of(self._root, target.namespace, target.pod, target.uid)
