@@ -174,12 +174,13 @@ async def _session(
         shared = (
             os.environ if choice.runtime is None else getattr(choice.runtime, "default_env", None)
         )
-        if shared is not None and (threads := share_cores(raw, shared)):
-            console.print(threads, style="dim")
+        threads = share_cores(raw, shared) if shared is not None else ""
         cluster_of = machine_cluster(
             config, working_dir=Path.cwd(), container_runtime=choice.runtime
         )
         async with cluster_of as cluster:
+            if threads:  # said once the cluster is up: a failed start stays one line
+                console.print(threads, style="dim")
             namespace = _namespace(job)
             if await ensure_namespace(cluster.client, namespace):
                 console.print(f"namespace/{namespace} created", style="dim")
