@@ -4,7 +4,8 @@ re-attaches to them.
 
 One ``Never`` PyTorchJob (a master and a worker) and two plain pods run as containers of
 ``localhost/trainop-python:3.11``, with a hostPath of marker files: every run appends one line
-to its own file when it starts, then runs until a ``go`` file of its group exists. The daemon
+to its own file when it starts, then runs until a ``go-*`` file of its group exists (named
+apart from every run's own file: a run never lets itself go). The daemon
 is SIGKILLed while all run; the pods are let go while it is down (``exits-3`` exits 3), the job
 only once it is back. Afterwards the job Succeeded, every container ran exactly once with
 ``restartCount`` 0, ``exits-3`` failed with its own exit code 3, and the logs hold each run's
@@ -65,7 +66,7 @@ def spec(markers: Path, name: str, go: str, code: int = 0) -> dict[str, Any]:
 
 def job(markers: Path) -> dict[str, Any]:
     def replica(kind: str) -> dict[str, Any]:
-        pod = spec(markers, f"c-{kind}", "late")
+        pod = spec(markers, f"c-{kind}", "go-late")
         pod["containers"][0]["name"] = "pytorch"
         return {"replicas": 1, "restartPolicy": "Never", "template": {"spec": pod}}
 
@@ -93,7 +94,9 @@ def test_kill_9_of_a_podman_daemon_leaves_its_containers_running(
     )
     for name, code in (("early", 0), ("exits-3", 3)):
         body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}}
-        core.create_namespaced_pod("default", {**body, "spec": spec(markers, name, "early", code)})
+        core.create_namespaced_pod(
+            "default", {**body, "spec": spec(markers, name, "go-early", code)}
+        )
     pods = ["c-master-0", "c-worker-0", "early", "exits-3"]
     runs = ["c-master", "c-worker", "early", "exits-3"]
     wait_for(
@@ -108,7 +111,7 @@ def test_kill_9_of_a_podman_daemon_leaves_its_containers_running(
     daemon = int((state / "trainop.pid").read_text())
     os.kill(daemon, signal.SIGKILL)
     wait_for(lambda: not alive(daemon), timeout=30, what="the daemon gone")
-    (markers / "early").touch()
+    (markers / "go-early").touch()
 
     restarted = trainop(state, "up", "--runtime", "podman")
     assert restarted.returncode == 0, restarted.stdout + restarted.stderr
@@ -120,7 +123,7 @@ def test_kill_9_of_a_podman_daemon_leaves_its_containers_running(
         what="the pods let go while the daemon was down ended",
     )
     assert phase(core, "c-master-0") == "Running", "the job's containers were re-attached"
-    (markers / "late").touch()
+    (markers / "go-late").touch()
     wait_for(lambda: "Succeeded" in conditions(custom, "c"), timeout=120, what="c Succeeded")
 
     for run in runs:

@@ -89,15 +89,10 @@ class ContainerProcesses:
         ctx = self._ctx
         if ctx.is_stopping:  # stop() came while the process was starting
             process.signal(signal.SIGKILL)
-        returncode = await self._wait(container, process)
-        code, reason = await process.outcome(returncode, killed_by_kubelet=ctx.is_stopping)
-        ended = Termination(
-            code, reason, container.running_since, ctx.now(), container_id=container.container_id
-        )
+        ended = await self._wait(container, process)
         container.end(ended)
-        self._record(container, ended)
         ctx.changed()
-        return code
+        return ended.exit_code
 
     async def halt(self, grace: float) -> None:
         """SIGTERM now, SIGKILL after ``grace``; return once no container runs."""
@@ -169,8 +164,12 @@ class ContainerProcesses:
             pod = self._ctx.pod_id
             log.warning("cannot record container %s of %s: %s", container.name, pod, exc)
 
-    async def _wait(self, container: ContainerState, process: Running) -> int:
-        path = self._ctx.sandbox.logs(container.name) / f"{container.restart_count}.log"
+    async def _wait(self, container: ContainerState, process: Running) -> Termination:
+        """Follow the run to its exit; its termination, recorded in the sandbox *before*
+        ``finish`` removes what the runtime kept of it (a container's exit code): a kubelet
+        killed in between finds the exit in the record, not a lost run."""
+        ctx = self._ctx
+        path = ctx.sandbox.logs(container.name) / f"{container.restart_count}.log"
         sink = self._logs.open(path)
         pumps = [
             asyncio.ensure_future(pump(self._logs, path, sink, "stdout", process.stdout)),
@@ -178,6 +177,15 @@ class ContainerProcesses:
         ]
         try:
             returncode = await process.wait()
+            code, reason = await process.outcome(returncode, killed_by_kubelet=ctx.is_stopping)
+            ended = Termination(
+                code,
+                reason,
+                container.running_since,
+                ctx.now(),
+                container_id=container.container_id,
+            )
+            self._record(container, ended)
         finally:
             self._exited.add(container.name)
             await process.finish()  # what the process left behind
@@ -187,4 +195,4 @@ class ContainerProcesses:
             self._exited.discard(container.name)
             if not self._processes:
                 self._idle.set()
-        return returncode
+        return ended

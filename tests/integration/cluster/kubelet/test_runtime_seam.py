@@ -16,7 +16,7 @@ import pytest
 from tests import polling
 from tests.integration.cluster.kubelet.conftest import Site
 from tests.integration.cluster.kubelet.harness import Local, pod, py, run_local
-from trainop.cluster.kubelet import Backoff
+from trainop.cluster.kubelet import Backoff, recovery
 from trainop.cluster.kubelet.exec import execclient
 from trainop.cluster.kubelet.reaper import Reaper
 from trainop.cluster.kubelet.runtimes.host import HostRuntime
@@ -309,3 +309,45 @@ def test_what_a_start_could_not_honour_is_a_warning_event_per_start(site: Site) 
 def _restarts(found: dict[str, Any]) -> int:
     entries = (found.get("status") or {}).get("containerStatuses") or [{}]
     return int(entries[0].get("restartCount") or 0)
+
+
+class ReadsTheRecordAtFinish(Warns):
+    """Host processes whose ``finish`` (where a container runtime removes the container and,
+    with it, the exit code a restarted kubelet could still read) first reads the run record."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.root = root
+        self.seen: list[recovery.Record | None] = []
+
+    async def start(
+        self, target: Target, launch: Launch, env: Mapping[str, str], report: Report = no_report
+    ) -> Running:
+        assert self._reaper is not None
+        running = await HostRuntime(self._reaper).start(target, launch, env)
+        finish, root, seen = running.finish, self.root, self.seen
+
+        async def reading_first() -> None:
+            records = list(root.rglob(f"{target.pod}/{target.uid}/runs/{target.container}.json"))
+            seen.append(recovery.read(records[0]) if len(records) == 1 else None)
+            await finish()
+
+        running.finish = reading_first  # type: ignore[method-assign]
+        return running
+
+
+def test_a_runs_end_is_recorded_before_the_runtime_lets_go_of_it(site: Site) -> None:
+    """A kubelet killed between a container's exit and its removal must find the exit code in
+    the sandbox record (note 120): the record says how the run ended before ``finish``."""
+    runtime = ReadsTheRecordAtFinish(site.root)
+
+    async def body(env: Local) -> None:
+        await env.create(pod("exits-3", py("raise SystemExit(3)")))
+        await env.phase("exits-3", "Failed")
+
+    run_local(site.server, site.logs, site.root, body, container_runtime=runtime)
+    assert len(runtime.seen) == 1
+    record = runtime.seen[0]
+    assert record is not None
+    assert record.ended is not None, record
+    assert (record.restart_count, record.ended.exit_code, record.ended.reason) == (0, 3, "Error")
