@@ -3,17 +3,22 @@ through the API (kube-controller-manager's Job controller, for the local control
 
 A pass syncs every cached Job; passes run when a Job or one of its pods changes, when a
 Job's timer (deadline, replacement back-off, TTL) fires, and at least every
-``PASS_SECONDS``. Applying a ``Step``: the status (PUT of ``/status``), then the finalizer
-removals, the pod deletions, the creations (``SuccessfulCreate``/``FailedCreate`` Events),
-the Events of the step, a Job deletion (foreground, as the TTL controller deletes).
+``PASS_SECONDS``. Applying a ``Step`` follows kube's counting protocol: (1) a PUT of
+``/status`` — the record of ended pods in ``uncountedTerminatedPods`` when a pod needs it,
+else the whole status (so counts are stored before any finalizer goes); (2) the finalizer
+removals; (3) when there was a record, the final status with the counters. Then the pod
+deletions, the creations (``SuccessfulCreate``/``FailedCreate`` Events), the Events of the
+step, a Job deletion (foreground, as the TTL controller deletes). A crash anywhere counts
+each pod once after a restart (``uncounted``); an error stops the apply, and the next pass
+resumes from the last write.
 
 Memory that makes the caches' lag harmless (each entry dropped once the caches caught up):
 ``_written`` (the Job as our last status write returned it, used while the cache is older),
 ``_settled`` (pods counted or removed on purpose, per Job: never counted again, while
-they exist),
-``_stripping`` (finalizer removals sent), ``_unseen`` (pods created but not yet cached: the
-Job gets no new pods meanwhile, as kube's expectations do). Pods whose Job is gone lose the
-tracking finalizer here too, so the garbage collector can remove them.
+they exist), ``_stripping`` (finalizer removals that took, until the pod cache shows them),
+``_unseen`` (pods created but not yet cached: the Job gets no new pods meanwhile, as kube's
+expectations do). Pods whose Job is gone lose the tracking finalizer here too, so the garbage
+collector can remove them.
 Neighbours: ``step`` (the decision), ``kube.informer`` (caches), ``kube.events``.
 """
 
@@ -153,16 +158,20 @@ class LocalJobController:
     async def _apply(self, job: Obj, decision: Step) -> None:
         meta = job["metadata"]
         namespace, name, uid = meta.get("namespace"), str(meta["name"]), str(meta.get("uid"))
-        if decision.status is not None:  # counts first: only then may finalizers go
-            body = {**job, "status": decision.status}
-            self._written[uid] = await self._client.replace(
-                JOBS, body, namespace=namespace, subresource="status"
-            )
+        # (1) the record of ended pods, or the whole status when none needs it: counts
+        # (completedIndexes, the UIDs) are stored before any finalizer goes
+        first, last = decision.record, decision.status
+        if first is None:
+            first, last = last, None
+        if first is not None:
+            job = await self._write_status(job, first)
         self._settled.setdefault(uid, set()).update(decision.settled)
         pods = {model.name_of(p): p for p in self._pods.by_index(_OWNER_INDEX, uid)}
-        for victim in decision.strip:
+        for victim in decision.strip:  # (2) an error here leaves the record for the next pass
             if victim in pods:
                 await self._strip(pods[victim])
+        if last is not None:  # (3) the counters bumped, the record emptied
+            await self._write_status(job, last)
         for victim in decision.delete:
             await _ignore_missing(self._client.delete(PODS, name=victim, namespace=namespace))
         about = ObjectRef.of(job)
@@ -178,6 +187,16 @@ class LocalJobController:
             )
         self._set_timer(uid, decision.requeue_after)
 
+    async def _write_status(self, job: Obj, status: dict[str, Any]) -> Obj:
+        """PUT ``status`` on ``job`` (its resourceVersion guards the write); remembered as
+        the Job's latest state while the cache is older."""
+        meta = job["metadata"]
+        written = await self._client.replace(
+            JOBS, {**job, "status": status}, namespace=meta.get("namespace"), subresource="status"
+        )
+        self._written[str(meta.get("uid"))] = written
+        return written
+
     async def _create(self, job: Obj, about: ObjectRef, pod: Obj) -> None:
         namespace, uid = job["metadata"].get("namespace"), str(job["metadata"].get("uid"))
         try:
@@ -190,11 +209,11 @@ class LocalJobController:
         self.events.record_nowait(about, "Normal", "SuccessfulCreate", f"Created pod: {name}")
 
     async def _strip(self, pod: Obj) -> None:
-        """Remove the tracking finalizer from ``pod`` (once per pod)."""
+        """Remove the tracking finalizer from ``pod`` (once per pod; a pod that is gone has
+        none). Returns only once the removal took, which the counters' write relies on."""
         uid = model.uid_of(pod)
         if uid in self._stripping or not model.is_tracked(pod):
             return
-        self._stripping.add(uid)
         left = [f for f in pod["metadata"].get("finalizers") or [] if f != model.TRACKING_FINALIZER]
         patch: dict[str, Any] = {"metadata": {"finalizers": left or None}}
         await _ignore_missing(
@@ -205,6 +224,7 @@ class LocalJobController:
                 patch=patch,
             )
         )
+        self._stripping.add(uid)
 
     async def _release_orphans(self, job_uids: set[str]) -> None:
         """Tracked pods whose Job is gone lose the finalizer (kube strips orphans too)."""

@@ -15,7 +15,9 @@
 
 Pods removed on purpose (suspension, surplus, bad index) lose the finalizer before they are
 deleted and are never counted. ``Step.settled`` names every pod whose end must not be counted
-again; the controller remembers them until their finalizer is gone.
+again; the controller remembers them until their finalizer is gone. Ended pods that need the
+``uncountedTerminatedPods`` record (``uncounted``: NonIndexed successes, failures) make two
+status writes: ``Step.record`` before the finalizers go, ``Step.status`` after.
 Neighbours: ``model``, ``counting``, ``failure``, ``indexes``, ``conditions``, ``pods``;
 ``controller`` applies the ``Step``.
 """
@@ -36,17 +38,21 @@ from trainop.cluster.controllers.jobs import (
     perindex,
     pods,
     ttl,
+    uncounted,
 )
 from trainop.cluster.controllers.jobs.model import JobSpec, Pod
+from trainop.cluster.controllers.jobs.uncounted import Uncounted
 
 Event = tuple[str, str, str]  # type, reason, message
 
 
 @dataclass(slots=True)
 class Step:
-    """What to do for one Job (applied in this order: status, strip, delete, create)."""
+    """What to do for one Job (applied in this order: record, strip, status, delete,
+    create)."""
 
-    status: dict[str, Any] | None = None
+    record: dict[str, Any] | None = None  # step (1): ended pods recorded, none counted yet
+    status: dict[str, Any] | None = None  # the final status (None when unchanged)
     strip: list[str] = field(default_factory=list)  # pods whose tracking finalizer goes
     delete: list[str] = field(default_factory=list)
     create: list[dict[str, Any]] = field(default_factory=list)
@@ -82,6 +88,8 @@ class _Sync:
     succeeded: int
     completed: set[int]
     failed_indexes: set[int]
+    record: Uncounted  # the Job's uncountedTerminatedPods
+    awaiting: Uncounted  # the pods of this sync that pass through the record
     result: Step = field(default_factory=Step)
 
 
@@ -118,7 +126,13 @@ def _start(
     settled: Collection[str],
 ) -> _Sync:
     """Count what ended and set up the sync's state."""
-    counted = counting.tally(spec, pods, settled)
+    record = uncounted.recorded(status)
+    counted = counting.tally(spec, pods, settled, record)
+    tracked = {model.uid_of(p) for p in counted.settled}
+    awaiting = Uncounted(
+        succeeded=(record.succeeded & tracked) | counted.new.succeeded,
+        failed=(record.failed & tracked) | counted.new.failed,
+    )
     completed = indexes.parse_intervals(status.get("completedIndexes")) | counted.succeeded_indexes
     if spec.indexed:
         completed = {i for i in completed if i < (spec.completions or 0)}
@@ -135,12 +149,14 @@ def _start(
             for p in pods
             if model.is_terminating(p) or (model.is_active(p) and model.uid_of(p) in settled)
         ),
-        failed=int(status.get("failed") or 0) + counted.failed,
+        failed=int(status.get("failed") or 0) + len(record.failed | counted.new.failed),
         succeeded=len(completed)
         if spec.indexed
-        else int(status.get("succeeded") or 0) + counted.succeeded,
+        else int(status.get("succeeded") or 0) + len(record.succeeded | counted.new.succeeded),
         completed=completed,
         failed_indexes=set(),
+        record=record,
+        awaiting=awaiting,
     )
     if perindex.is_on(spec):
         known = indexes.parse_intervals(status.get("failedIndexes"))
@@ -183,16 +199,18 @@ def _judge(sync: _Sync) -> None:
 
 def _remove(sync: _Sync, victims: Sequence[Pod], *, count_as_failed: bool) -> None:
     """Delete active pods: counted as failed, or first stripped so they never count (their
-    finalizer goes either way: a counted pod is settled)."""
+    finalizer goes either way: a counted pod is settled). A pod without the finalizer was
+    counted when it lost it, one in the record by an earlier sync."""
     for pod in victims:
-        name = model.name_of(pod)
-        if model.is_tracked(pod):
+        name, uid = model.name_of(pod), model.uid_of(pod)
+        if model.is_tracked(pod) and name not in sync.result.strip:
             sync.result.strip.append(name)
-        sync.result.settled.add(model.uid_of(pod))
+        sync.result.settled.add(uid)
         sync.result.delete.append(name)
         sync.result.events.append(("Normal", "SuccessfulDelete", f"Deleted pod: {name}"))
-    if count_as_failed:  # a pod without the finalizer was counted when it lost it
-        sync.failed += sum(1 for p in victims if model.is_tracked(p))
+        if count_as_failed and model.is_tracked(pod) and uid not in sync.record:
+            sync.failed += 1
+            sync.awaiting.failed.add(uid)
     gone = {id(p) for p in victims}
     sync.active = [p for p in sync.active if id(p) not in gone]
     sync.terminating += len(victims)
@@ -268,7 +286,8 @@ def _end(sync: _Sync, *, success: bool) -> None:
 
 
 def _finish(sync: _Sync) -> Step:
-    """The status to write (None when unchanged)."""
+    """The statuses to write: the record first when a pod passes through it, then the final
+    status (None when unchanged)."""
     spec, status = sync.spec, sync.status
     ready = sum(1 for p in sync.active if model.is_ready(p))
     new: dict[str, Any] = {
@@ -287,7 +306,12 @@ def _finish(sync: _Sync) -> Step:
         new["completedIndexes"] = indexes.format_intervals(sync.completed)
     if perindex.is_on(spec):
         new["failedIndexes"] = indexes.format_intervals(sync.failed_indexes)
-    if new != dict(sync.job.get("status") or {}):
+    current = dict(sync.job.get("status") or {})
+    if sync.awaiting:
+        record = uncounted.first_write(new, sync.awaiting)
+        sync.result.record = record if record != current else None
+        current = record
+    if new != current:
         sync.result.status = new
     return sync.result
 
