@@ -13,10 +13,17 @@ Invariants:
 - the scan yields to the event loop every ``CHUNK`` probes, so one large job never holds the
   loop shared by the API server, the controller and the kubelet;
 - a port another program listens on is skipped (a bind probe), but not remembered: it is
-  probed again on the next scan.
+  probed again on the next scan;
+- before it hands out or re-claims anything (``load_recorded``, awaited by ``allocate`` and by
+  the sources before they claim a job's recorded ports) the pool runs, once, every
+  *recorded-ports reader* registered with it: one per kind of job that records ports (v1 jobs,
+  TrainJobs), each answering the ports its running jobs recorded, by owner. A restarted daemon
+  thus knows every port any running job of any kind uses before it gives one out, whichever
+  kind asks first (note 006).
 
-Neighbours: ``local.topology`` records the pool's answers on the job and releases them when the
-job finishes, is suspended or is deleted.
+Neighbours: ``local.topology`` and ``local.trainjob_topology`` record the pool's answers on
+their jobs, register their readers here, and release the ports when the job finishes, is
+suspended or is deleted.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import asyncio
 import os
 import random
 import socket
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from trainop.errors import TrainopError
 
@@ -33,6 +40,11 @@ ENV_RANGE = "TRAINOP_LOCAL_PORTS"
 DEFAULT_RANGE = range(20000, 30000)
 CHUNK = 256
 LOOPBACK = "127.0.0.1"
+
+RecordedPorts = Mapping[str, Mapping[str, int]]
+"""Ports that jobs recorded, by owner (a job's uid), then by replica or endpoint name."""
+RecordedPortsReader = Callable[[], Awaitable[RecordedPorts]]
+"""Reads the ports every running job of one kind recorded (from the API server)."""
 
 
 class PortsExhaustedError(TrainopError):
@@ -81,6 +93,8 @@ class PortPool:
         self._is_free = is_free
         self._owner_of: dict[int, str] = {}
         self._held: dict[str, dict[str, int]] = {}
+        self._unread: list[RecordedPortsReader] = []  # readers not run yet
+        self._reading = asyncio.Lock()
         # A random first position: two sessions started together (two ``trainop run``) do not
         # hand out the same ports before either job listens on them.
         self._cursor = random.randrange(len(self.ports)) if len(self.ports) else 0
@@ -97,6 +111,24 @@ class PortPool:
     def held(self, owner: str) -> dict[str, int]:
         """The ports ``owner`` holds, by replica name (a copy)."""
         return dict(self._held.get(owner, {}))
+
+    def read_recorded_with(self, reader: RecordedPortsReader) -> None:
+        """Run ``reader`` at the next ``load_recorded``, before the pool hands out a port."""
+        self._unread.append(reader)
+
+    async def load_recorded(self) -> None:
+        """Claim what every registered reader not run yet answers (each reader runs once).
+
+        A reader that raises stays unread: the error reaches the caller, whose allocation
+        fails (and is retried), so no port is handed out without every kind's record. A
+        recorded port another owner already holds stays that owner's.
+        """
+        async with self._reading:
+            while self._unread:
+                for owner, ports in (await self._unread[0]()).items():
+                    for name, port in ports.items():
+                        self.claim(owner, name, port)
+                self._unread.pop(0)
 
     def claim(self, owner: str, name: str, port: int) -> bool:
         """Give ``owner`` a port it recorded earlier; False when another owner holds it.
@@ -118,8 +150,9 @@ class PortPool:
         """A new port for each of ``names`` (names ``owner`` already holds keep theirs).
 
         All or nothing: raises ``PortsExhaustedError`` and allocates nothing when the range cannot
-        supply them all.
+        supply them all. First claims what the recorded-ports readers answer (once).
         """
+        await self.load_recorded()
         held = self._held.get(owner, {})
         wanted = [n for n in dict.fromkeys(names) if n not in held]
         free = len(self.ports) - sum(1 for p in self._owner_of if p in self.ports)

@@ -7,9 +7,10 @@ written to the job's annotation ``local.trainop.dev/ports`` (a JSON map from rep
 port) with a metadata merge patch: metadata only, so the spec and its generation are untouched.
 Every later reconcile, and a restarted controller, reads the same map back and claims it in the
 pool, so the env the engine computes never changes while the job runs; a scale-up adds ports,
-existing replicas keep theirs. Before its first allocation a source lists every job once and
-claims the ports of those that run, so a restarted controller never gives a new job the port
-of one it has not reconciled yet.
+existing replicas keep theirs. The source registers a recorded-ports reader with the pool (the
+ports of every running v1 job, all kinds): the pool runs it, with the TrainJobs' reader, before
+its first allocation or claim, so a restarted controller never gives a new job of any kind the
+port of one it has not reconciled yet.
 
 Ports go back to the pool when the job finishes, is suspended or is deleted (``forget``); a
 resumed job claims its recorded ports again, and gets new ones only for those another job took
@@ -25,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Mapping
 from datetime import timedelta
 
 from trainop import errors
@@ -99,8 +101,7 @@ class LocalTopologySource:
         self._retry_after = retry_after
         self._uids: dict[str, str] = {}  # kind/namespace/name -> uid holding ports
         self._waiting: dict[str, str] = {}  # uid -> reason of the event it was told it waits for
-        self._warm = asyncio.Lock()
-        self._warmed = False
+        self.pool.read_recorded_with(self._read_recorded)
 
     async def for_job(self, *, job: Job, raw: Obj) -> Topology | Pending | None:
         uid = str(raw["metadata"].get("uid") or _key(job))
@@ -116,6 +117,7 @@ class LocalTopologySource:
             return self._pending(uid, None, self._no_ports_event(job, exc))
         names = await replica_names(job)
         wanted = set(names)
+        await self.pool.load_recorded()  # every kind's records first: a stale one loses
         kept = {n: p for n, p in recorded.items() if n in wanted and self.pool.claim(uid, n, p)}
         missing = [n for n in names if n not in kept]
         if not missing and recorded:
@@ -127,7 +129,6 @@ class LocalTopologySource:
             detail = "; ".join(str(p) for p in problems)
             reason, why = f"{job.kind}FailedValidation", f"{job.kind} failed validation because"
             return self._pending(uid, None, Event("Warning", reason, f"{why} {detail}"))
-        await self._claim_recorded()
         try:
             allocated = await self.pool.allocate(uid, missing)
         except portpool.PortsExhaustedError as exc:
@@ -144,28 +145,19 @@ class LocalTopologySource:
         if uid is not None:
             self._release(uid)
 
-    async def _claim_recorded(self) -> None:
-        """Before the first allocation: claim the ports every running job recorded, so that a
-        restarted controller never hands out a port a job it has not reconciled yet uses."""
-        async with self._warm:
-            if self._warmed:
-                return
-            for info in KINDS:
-                with contextlib.suppress(errors.ApiError):  # a kind whose CRD is not served
-                    for raw in (await self._client.list(job_resource(info))).items:
-                        self._claim_job(raw)
-            self._warmed = True
-
-    def _claim_job(self, raw: Obj) -> None:
-        spec, status = raw.get("spec") or {}, raw.get("status") or {}
-        if (spec.get("runPolicy") or {}).get("suspend") or raw["metadata"].get("uid") is None:
-            return
-        finished = {SUCCEEDED, FAILED}
-        conditions = status.get("conditions") or []
-        if any(c.get("type") in finished and c.get("status") == "True" for c in conditions):
-            return
-        for name, port in recorded_ports(raw).items():
-            self.pool.claim(str(raw["metadata"]["uid"]), name, port)
+    async def _read_recorded(self) -> dict[str, Mapping[str, int]]:
+        """The pool's reader: the ports every running v1 job recorded, by uid. Each is tracked
+        under its name, so one deleted before its first reconcile here still frees them."""
+        found: dict[str, Mapping[str, int]] = {}
+        for info in KINDS:
+            with contextlib.suppress(errors.ApiError):  # a kind whose CRD is not served
+                for raw in (await self._client.list(job_resource(info))).items:
+                    meta = raw["metadata"]
+                    if _runs(raw) and meta.get("uid") is not None:
+                        namespace = meta.get("namespace") or "default"
+                        self._track(f"{info.kind}/{namespace}/{meta['name']}", str(meta["uid"]))
+                        found[str(meta["uid"])] = recorded_ports(raw)
+        return found
 
     def _track(self, key: str, uid: str) -> None:
         previous = self._uids.get(key)
@@ -195,6 +187,18 @@ class LocalTopologySource:
             namespace=job.metadata.namespace,
             patch=patch,
         )
+
+
+def _runs(raw: Obj) -> bool:
+    """Whether a listed job may hold ports: not suspended, not finished (read from the wire)."""
+    spec, status = raw.get("spec") or {}, raw.get("status") or {}
+    if (spec.get("runPolicy") or {}).get("suspend"):
+        return False
+    finished = {SUCCEEDED, FAILED}
+    return not any(
+        c.get("type") in finished and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
 
 
 def _key(job: Job) -> str:

@@ -12,15 +12,18 @@ finished, managed by Trainer) and written to the TrainJob's annotation
 cached TrainJob is stale; the write's watch event brings it back). Every later pass, and a
 restarted controller, reads the same map back, so the JobSet's env never changes. Ports go back
 to the pool when the TrainJob finishes, is suspended or is deleted; the pool is the one the v1
-jobs use, so no two jobs of any kind share a port. No allocation: ``Pending`` with one
-``PortAllocationFailed`` Warning event, and a retry (note 133).
+jobs use, so no two jobs of any kind share a port. The source registers a recorded-ports reader
+with that pool (the ports of every running TrainJob), which the pool runs with the v1 jobs'
+before it first hands out or re-claims a port: after a restart no port a running job of either
+kind recorded is given again, whichever kind allocates first. No allocation: ``Pending`` with
+one ``PortAllocationFailed`` Warning event, and a retry (note 133).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
+from collections.abc import Mapping
 from datetime import timedelta
 
 from trainop import errors
@@ -62,28 +65,24 @@ class LocalTrainJobNetworks:
         self._retry_after = retry_after
         self._uids: dict[str, str] = {}  # namespace/name -> uid holding ports
         self._waiting: set[str] = set()  # uids told (by an event) that they wait for ports
-        self._warm = asyncio.Lock()
-        self._warmed = False
+        self.pool.read_recorded_with(self._read_recorded)
 
     async def for_trainjob(self, *, raw: Obj, runtime: Obj) -> network.PodNetwork | Pending | None:
         meta = raw["metadata"]
         key = f"{meta.get('namespace') or 'default'}/{meta['name']}"
         uid = str(meta.get("uid") or key)
-        previous = self._uids.get(key)
-        if previous is not None and previous != uid:
-            self._release(previous)  # a new TrainJob took the name of one deleted meanwhile
-        self._uids[key] = uid
+        self._track(key, uid)
         recorded = recorded_ports(raw)
         if not needs_ports(raw):
             self._release(uid)
             return self._network(recorded)
         wanted = network.endpoints_used(raw, runtime)
+        await self.pool.load_recorded()  # every kind's records first: a stale one loses
         kept = {n: p for n, p in recorded.items() if n in wanted and self.pool.claim(uid, n, p)}
         missing = [n for n in wanted if n not in kept]
         if not missing:
             self._waiting.discard(uid)
             return self._network(kept)
-        await self._claim_recorded()
         try:
             allocated = await self.pool.allocate(uid, missing)
         except portpool.PortsExhaustedError as exc:
@@ -108,18 +107,24 @@ class LocalTrainJobNetworks:
         self.pool.release(uid)
         self._waiting.discard(uid)
 
-    async def _claim_recorded(self) -> None:
-        """Before the first allocation: the ports of every running TrainJob, so a restarted
-        controller never gives a new one a port an unreconciled one still uses."""
-        async with self._warm:
-            if self._warmed:
-                return
-            with contextlib.suppress(errors.ApiError):  # the CRD not served: nothing to claim
-                for raw in (await self._client.list(TRAINJOBS)).items:
-                    if needs_ports(raw) and raw["metadata"].get("uid"):
-                        for name, port in recorded_ports(raw).items():
-                            self.pool.claim(str(raw["metadata"]["uid"]), name, port)
-            self._warmed = True
+    def _track(self, key: str, uid: str) -> None:
+        previous = self._uids.get(key)
+        if previous is not None and previous != uid:
+            self._release(previous)  # a new TrainJob took the name of one deleted meanwhile
+        self._uids[key] = uid
+
+    async def _read_recorded(self) -> dict[str, Mapping[str, int]]:
+        """The pool's reader: the ports every running TrainJob recorded, by uid. Each is tracked
+        under its name, so one deleted before its first pass here still frees them."""
+        found: dict[str, Mapping[str, int]] = {}
+        with contextlib.suppress(errors.ApiError):  # the CRD not served: nothing recorded
+            for raw in (await self._client.list(TRAINJOBS)).items:
+                meta = raw["metadata"]
+                if needs_ports(raw) and meta.get("uid"):
+                    uid = str(meta["uid"])
+                    self._track(f"{meta.get('namespace') or 'default'}/{meta['name']}", uid)
+                    found[uid] = recorded_ports(raw)
+        return found
 
     async def _record(self, raw: Obj, ports: dict[str, int]) -> None:
         text = json.dumps(ports, sort_keys=True)

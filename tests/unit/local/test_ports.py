@@ -86,3 +86,34 @@ def test_a_large_request_yields_to_the_event_loop() -> None:
         return ticks
 
     assert asyncio.run(main()) >= 7
+
+
+def test_every_reader_runs_once_before_the_first_allocation() -> None:
+    async def main() -> None:
+        pool = pool_of(4)
+        reads: list[str] = []
+        failures = [OSError("the API server is not answering")]
+
+        async def v1_jobs() -> ports.RecordedPorts:
+            reads.append("v1")
+            if failures:
+                raise failures.pop()
+            return {"uid-a": {"a-master-0": 40000, "a-worker-0": 40001}}
+
+        async def trainjobs() -> ports.RecordedPorts:
+            reads.append("trainjobs")
+            return {"uid-t": {"t-node-0-0": 40002}, "uid-stale": {"s-node-0-0": 40001}}
+
+        pool.read_recorded_with(v1_jobs)
+        pool.read_recorded_with(trainjobs)
+        with pytest.raises(OSError, match="not answering"):
+            await pool.allocate("new", ["n-0"])
+        assert pool.in_use == 0, "nothing handed out without every kind's record"
+        assert await pool.allocate("new", ["n-0"]) == {"n-0": 40003}
+        assert pool.held("uid-stale") == {}, "a port already claimed stays its first owner's"
+        await pool.allocate("other", [])
+        assert reads == ["v1", "v1", "trainjobs"], "a failed reader runs again, then none"
+        assert pool.release("uid-a") == 2, "a recorded port goes back when its owner ends"
+        assert sorted((await pool.allocate("next", ["x-0", "x-1"])).values()) == [40000, 40001]
+
+    asyncio.run(main())
