@@ -113,8 +113,11 @@ def run_plane(
     server: RunningServer,
     body: Callable[[Plane], Awaitable[None]],
     nodes: Sequence[Node] = (Node("node", Rules(run_seconds=5)),),
+    *,
+    with_controller: bool = True,
 ) -> None:
-    """Run ``body`` with a Job controller and ``nodes`` watching a fresh namespace."""
+    """Run ``body`` with a Job controller (unless the body runs its own) and ``nodes``
+    watching a fresh namespace."""
 
     async def main() -> None:
         requests = [0]
@@ -134,10 +137,13 @@ def run_plane(
                                  node_name=n.name, label_selector=n.selector, defaults=n.rules)
                 for n in nodes
             ]  # fmt: skip
-            tasks = [asyncio.create_task(c.run()) for c in (controller, *kubelets)]
+            runners: list[LocalJobController | SimulatedKubelet] = [*kubelets]
+            if with_controller:
+                runners.insert(0, controller)
+            tasks = [asyncio.create_task(c.run()) for c in runners]
             try:
                 await until(
-                    lambda: controller.synced.is_set() and all(k.synced.is_set() for k in kubelets),
+                    lambda: all(c.synced.is_set() for c in runners),
                     timeout=DEADLINE,
                     what="caches synced",
                 )
