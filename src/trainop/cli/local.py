@@ -21,7 +21,7 @@ from pathlib import Path
 
 import click
 
-from trainop.cli import signals
+from trainop.cli import eventloop, signals
 from trainop.cli.limits import limit_options, serve_args
 from trainop.cluster import apiserver, privacy
 from trainop.controller.manager import ManagerOptions
@@ -82,7 +82,7 @@ def apiserver_command(
         insecure_http=insecure_http,
         event_ttl=_duration(event_ttl, "--event-ttl"),
     )
-    asyncio.run(_serve(config))
+    eventloop.run(_serve(config))
 
 
 def _duration(text: str, flag: str) -> float:

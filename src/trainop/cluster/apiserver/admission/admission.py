@@ -28,6 +28,7 @@ cluster with trainop's webhook would store (docs/design/010, "Admission"):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -118,17 +119,20 @@ def admit(
         obj, plural=rt.plural, namespaced=rt.namespaced
     )
     warnings: list[str] = []
+    checked = obj
     if rt.definition is not None:
         if rt.kind == "Secret" and not rt.group:
             builtin_fields.merge_string_data(obj)
-        warnings = _unknown_fields(call, builtin_fields.unknown(rt.definition, obj))
+        if call.subresource == "status":
+            checked = _schema_view(rt.definition, obj)
+        warnings = _unknown_fields(call, builtin_fields.unknown(rt.definition, checked))
         if call.subresource is None:
             defaults.apply(rt.group, rt.plural, obj, create=old is None)
             if volumes.judged(rt.group, rt.plural):
                 volumes.default(state.store, rt.group, rt.plural, obj, create=old is None)
-        errors += validation.builtin_validator(rt.definition).errors(obj)
+        errors += validation.builtin_validator(rt.definition).errors(checked)
     if not errors and rt.definition is not None:
-        not_quantity = quantities.normalize(rt.definition, obj)  # cpu: 1 is stored as "1"
+        not_quantity = quantities.normalize(rt.definition, checked)  # cpu: 1 is stored as "1"
         if not_quantity is not None:
             raise status.bad_request(
                 f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
@@ -145,6 +149,25 @@ def admit(
     if rt.group == "batch" and rt.plural == "jobs" and call.subresource in (None, "status"):
         _admit_job(call, obj, old, name)
     return warnings
+
+
+def _schema_view(definition: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """What the schema checks of a built-in kind's ``/status`` write need to see: its
+    ``status`` (and the fields its definition requires), sharing their values with ``obj``.
+
+    Everything else in the object is the stored object's (``objects.prepare_update`` builds
+    a status write on a copy of it), already admitted under the same, fixed schema; checking
+    it again cannot find anything (kube's ``ValidateStatusUpdate`` too leaves the spec be),
+    and for a pod it is most of the work. The unknown-field walk and the quantity walk then
+    change ``status`` in place, as they would within ``obj``.
+    """
+    return {key: obj[key] for key in _status_keys(definition) if key in obj}
+
+
+@functools.cache
+def _status_keys(definition: str) -> tuple[str, ...]:
+    required = validation.definitions().get(definition, {}).get("required", ())
+    return tuple(dict.fromkeys(("apiVersion", "kind", "status", *required)))
 
 
 def _admit_job(call: Call, obj: dict[str, Any], old: dict[str, Any] | None, name: str) -> None:

@@ -31,8 +31,11 @@ def _definitions() -> dict[str, Any]:
 
 def unknown(definition: str, obj: dict[str, Any]) -> list[str]:
     """Remove fields ``definition`` does not know from ``obj``; their paths, in order."""
+    root = _compiled(_PREFIX + definition)
+    if _clean(root, obj):  # the usual object: no field unknown, no paths to build
+        return []
     found: list[str] = []
-    _walk(_compiled(_PREFIX + definition), obj, "", found)
+    _walk(root, obj, "", found)
     return found
 
 
@@ -71,6 +74,31 @@ def _resolve(node: dict[str, Any]) -> dict[str, Any]:
             return {}
         node, seen = target, seen + 1
     return node
+
+
+def _clean(node: _Node, value: Any) -> bool:
+    """Whether ``value`` holds no field ``node`` does not know: ``_walk``'s question without
+    its paths, which cost more than the walk itself when there is nothing to report."""
+    if isinstance(value, dict):
+        props = node.props
+        if props is not None:
+            for key, item in value.items():
+                sub = props.get(key)
+                if sub is None:
+                    return False
+                if isinstance(item, (dict, list)) and not _clean(_compiled(sub), item):
+                    return False
+        elif node.extra is not None:
+            extra = _compiled(node.extra)
+            for item in value.values():
+                if isinstance(item, (dict, list)) and not _clean(extra, item):
+                    return False
+    elif isinstance(value, list) and node.items is not None:
+        items = _compiled(node.items)
+        for item in value:
+            if isinstance(item, (dict, list)) and not _clean(items, item):
+                return False
+    return True
 
 
 def _walk(node: _Node, value: Any, path: str, found: list[str]) -> None:

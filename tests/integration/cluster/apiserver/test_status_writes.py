@@ -1,0 +1,117 @@
+"""A ``/status`` write of a built-in kind is checked on what it may change, with kube's answers.
+
+The server checks only the status of such a write against the schema (the rest is the stored
+object, already admitted; docs/design/010, "The write path"), so these pin that nothing a
+status can get wrong slips through: a wrong type is 422 naming the status field, an unknown
+status field is a ``Warning`` (400 under ``Strict``) and is not stored, a numeric quantity is
+stored as kube's string and a malformed one is 400, and a spec sent to ``/status`` changes
+nothing. Over real HTTPS with raw ``http.client``, so the headers can be read.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.integration.cluster.apiserver import rawhttps
+from tests.integration.cluster.apiserver.conftest import RunningServer
+
+PODS = "/api/v1/namespaces/default/pods"
+MERGE = "application/merge-patch+json"
+
+
+class Client:
+    """Raw requests answering (code, body, Warning headers)."""
+
+    def __init__(self, api: RunningServer) -> None:
+        self.endpoint = rawhttps.Endpoint.load(api.kubeconfig)
+
+    def send(
+        self, method: str, path: str, body: Any, content_type: str = "application/json"
+    ) -> tuple[int, Any, list[str]]:
+        conn = self.endpoint.connect()
+        headers = {
+            "Authorization": f"Bearer {self.endpoint.token}",
+            "Content-Type": content_type,
+        }
+        conn.request(method, path, body=json.dumps(body).encode(), headers=headers)
+        resp = conn.getresponse()
+        data = resp.read()
+        warnings = resp.headers.get_all("Warning") or []
+        conn.close()
+        return resp.status, json.loads(data), warnings
+
+
+@pytest.fixture(scope="module")
+def raw(api: RunningServer) -> Client:
+    return Client(api)
+
+
+def _pod(raw: Client) -> str:
+    name = f"s-{uuid.uuid4().hex[:8]}"
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "c", "image": "i"}]},
+    }
+    code, stored, _ = raw.send("POST", PODS, body)
+    assert code == 201, stored
+    return name
+
+
+def _patch_status(
+    raw: Client, name: str, status: Any, query: str = ""
+) -> tuple[int, Any, list[str]]:
+    return raw.send("PATCH", f"{PODS}/{name}/status{query}", {"status": status}, MERGE)
+
+
+def _causes(status: dict[str, Any]) -> list[str]:
+    return [c["field"] for c in status.get("details", {}).get("causes", [])]
+
+
+def test_a_wrong_type_in_a_status_is_422_naming_the_field(raw: Client) -> None:
+    name = _pod(raw)
+    code, status, _ = _patch_status(raw, name, {"phase": 5})
+    assert (code, status["reason"]) == (422, "Invalid"), status
+    assert _causes(status) == ["status.phase"]
+    code, status, _ = _patch_status(raw, name, {"conditions": [{"status": "True"}]})
+    assert code == 422, status
+    assert _causes(status) == ["status.conditions[0].type"]  # required by PodCondition
+
+
+def test_an_unknown_status_field_is_warned_about_and_dropped(raw: Client) -> None:
+    name = _pod(raw)
+    code, stored, warnings = _patch_status(raw, name, {"phase": "Running", "bogus": 1})
+    assert code == 200, stored
+    assert stored["status"] == {"phase": "Running", "qosClass": "BestEffort"}
+    assert warnings == ['299 - "unknown field \\"status.bogus\\""']
+    code, status, _ = _patch_status(raw, name, {"bogus": 1}, "?fieldValidation=Strict")
+    assert (code, status["reason"]) == (400, "BadRequest"), status
+    assert 'unknown field "status.bogus"' in status["message"]
+
+
+def test_a_numeric_quantity_in_a_status_is_stored_as_kubes_string(raw: Client) -> None:
+    name = _pod(raw)
+    required = {"name": "c", "image": "i", "imageID": "", "ready": True, "restartCount": 0}
+    statuses = [{**required, "allocatedResources": {"cpu": 0.5, "memory": 2000}}]
+    code, stored, _ = _patch_status(raw, name, {"containerStatuses": statuses})
+    assert code == 200, stored
+    allocated = stored["status"]["containerStatuses"][0]["allocatedResources"]
+    assert allocated == {"cpu": "500m", "memory": "2k"}  # numbers are decimal SI
+    statuses[0]["allocatedResources"] = {"cpu": "lots"}
+    code, status, _ = _patch_status(raw, name, {"containerStatuses": statuses})
+    assert code == 400, status
+    assert "quantities must match the regular expression" in status["message"]
+
+
+def test_a_spec_sent_to_status_changes_nothing_and_is_not_checked(raw: Client) -> None:
+    name = _pod(raw)
+    body = {"spec": {"containers": [{"name": 7}]}, "status": {"phase": "Running"}}
+    code, stored, _ = raw.send("PATCH", f"{PODS}/{name}/status", body, MERGE)
+    assert code == 200, stored
+    assert stored["spec"]["containers"][0]["name"] == "c"
+    assert stored["status"]["phase"] == "Running"
