@@ -18,6 +18,7 @@ import click
 from trainop import errors
 from trainop.api.kinds import KINDS
 from trainop.api.trainer.constants import TRAINJOB
+from trainop.cli import eventloop
 from trainop.controller.manager import ManagerOptions
 from trainop.controller.operator import DEFAULT_LEADER_ELECTION_ID, OperatorConfig, run_operator
 from trainop.controller.webhook import WebhookSettings
@@ -118,7 +119,7 @@ def operator(**flags: object) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     quiet_request_logs(level)
     try:
-        asyncio.run(_serve(config_from_flags(flags)))
+        eventloop.run(_serve(config_from_flags(flags)))
     except errors.TrainopError as exc:
         raise click.ClickException(str(exc)) from exc
 

@@ -140,6 +140,11 @@ class Metrics:
             ("verb", "resource"),
             registry=self.registry,
         )
+        # Children of the per-request families, by label values: ``labels()`` validates and
+        # joins its arguments under a lock on every call (~20 requests per job, two families
+        # each); these label sets are never removed, so a child once made stays the one.
+        self._requests: dict[tuple[str, str], Counter] = {}
+        self._responses: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
         self._controller_runtime()
         self._workqueue()
         self._unfinished = _UnfinishedWork()
@@ -299,12 +304,24 @@ class Metrics:
             self.jobs_failed.labels(**labels).inc()
 
     def count_request(self, verb: str, resource: str) -> None:
-        self.api_requests.labels(verb=verb, resource=resource).inc()
+        """One request sent (``trainop_api_requests_total``)."""
+        key = (verb, resource)
+        child = self._requests.get(key)
+        if child is None:
+            child = self._requests[key] = self.api_requests.labels(verb=verb, resource=resource)
+        child.inc()
 
     def count_response(self, code: str, method: str, host: str, seconds: float) -> None:
         """One answered (or failed: code ``<error>``) HTTP request, as client-go counts it."""
-        self.rest_client_requests.labels(code=code, method=method, host=host).inc()
-        self.rest_client_duration.labels(verb=method, host=host).observe(seconds)
+        key = (code, method, host)
+        counted = self._responses.get(key)
+        if counted is None:
+            counted = self._responses[key] = (
+                self.rest_client_requests.labels(code=code, method=method, host=host),
+                self.rest_client_duration.labels(verb=method, host=host),
+            )
+        counted[0].inc()
+        counted[1].observe(seconds)
 
     def exposition(self) -> bytes:
         """The text exposition of every metric (what ``/metrics`` returns)."""

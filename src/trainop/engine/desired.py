@@ -7,7 +7,9 @@ the framework's decorations, then its capabilities' (``exec_access``: the accoun
 ``config_files``: the files' volume and mount). A Service is headless, selects exactly one
 replica's pod and exposes the ports of the default container.
 
-Invariants: templates are deep-copied, never mutated. Neighbours: ``gang`` decorates pods
+Invariants: templates are deep-copied once per pod, never mutated; the copy is the pod's own
+body, which the framework's decorator then edits in place (``PodDecorator``), so no two pods
+and no pod and its job share a mutable object. Neighbours: ``gang`` decorates pods
 further; ``plan`` decides which of these to create.
 """
 
@@ -40,6 +42,7 @@ def _env_targets(framework: Framework, containers: list[Wire]) -> list[Wire]:
 
 
 def _pod_metadata(job: Job, framework: Framework, replica: Replica, template: Wire) -> Wire:
+    """The pod's metadata; ``template`` is the pod's own deep copy, so its values are taken."""
     meta = template.get("metadata") or {}
     labels = {**(meta.get("labels") or {}), **naming.replica_labels(job, framework, replica)}
     if naming.is_primary(job, framework, replica):
@@ -47,7 +50,7 @@ def _pod_metadata(job: Job, framework: Framework, replica: Replica, template: Wi
     extra: dict[str, Any] = {"labels": labels}
     for key in ("annotations", "finalizers"):
         if meta.get(key):
-            extra[key] = copy.deepcopy(meta[key])
+            extra[key] = meta[key]
     return naming.owned_metadata(job, naming.pod_name(job, replica), **extra)
 
 
@@ -66,15 +69,17 @@ def pod(
     body["metadata"] = _pod_metadata(job, framework, replica, template)
     body["spec"] = template.get("spec") or {}
     found = framework.env(job=job, replica=replica, topology=topology, options=options)
-    env = [var.to_wire() for var in found]
     for container in _env_targets(framework, containers_of(body)):
-        container["env"] = [*(container.get("env") or []), *copy.deepcopy(env)]
+        # Fresh entries per container (``to_wire`` builds new dicts): none shared.
+        container["env"] = [*(container.get("env") or []), *(var.to_wire() for var in found)]
     events = (
         _restart_policy_warnings(framework, replica) if body["spec"].get("restartPolicy") else ()
     )
     policy = spec.restart_policy or framework.info.default_restart_policy
     body["spec"]["restartPolicy"] = "Never" if policy == "ExitCode" else policy
     if framework.decorate_pod is not None:
+        # ``body`` is this call's own (the template was deep-copied above): the decorator edits
+        # it in place instead of copying the whole pod again.
         body = framework.decorate_pod(job=job, replica=replica, pod=body, options=options)
     for access in framework.exec_access:
         exec_access.run_as_account(body, job, access, replica.type)

@@ -18,7 +18,6 @@ given and never do I/O. Neighbours: ``topology`` (addresses), ``registry`` (kind
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping as AbstractMapping
 from dataclasses import dataclass, field
@@ -147,7 +146,12 @@ class ExtraObjects(Protocol):
 
 class PodDecorator(Protocol):
     def __call__(self, *, job: Job, replica: Replica, pod: Wire, options: FrameworkOptions) -> Wire:
-        """A copy of ``pod`` with the framework's additions (init containers, volumes)."""
+        """``pod`` with the framework's additions (init containers, volumes).
+
+        ``pod`` is the caller's own body, built for this call and shared with nothing
+        (``desired.pod`` deep-copies the template): the decorator may edit it in place and
+        return it. Copying it again cost a full deep copy per pod (docs/benchmarks.md).
+        Additions must be fresh objects, never module-level ones shared between pods."""
         ...
 
 
@@ -327,11 +331,10 @@ def quantity_bytes(value: object) -> int | None:
     return int(float(found[1]) * _UNITS.get(found[2] or "", 1)) if found else None
 
 
-def editable_copy(pod: Wire) -> Wire:
-    """A deep copy of ``pod`` with ``spec`` present, for decorators to change freely."""
-    result = copy.deepcopy(pod)
-    result.setdefault("spec", {})
-    return result
+def editable(pod: Wire) -> Wire:
+    """``pod`` itself with ``spec`` present: a decorator's own body to edit (``PodDecorator``)."""
+    pod.setdefault("spec", {})
+    return pod
 
 
 def replica_name_of(job: Job, replica_type: str, index: int | None) -> str:

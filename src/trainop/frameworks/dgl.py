@@ -94,7 +94,7 @@ def derive_replicas(*, job: Job) -> dict[str, ReplicaSpec]:
 def decorate_pod(*, job: Job, replica: Replica, pod: Wire, options: FrameworkOptions) -> Wire:
     """Qihoo's labels, launcher resources, init containers and volumes (none for a Skip
     launcher); workers idle with ``sleep 365d`` unless they have a command."""
-    result = base.editable_copy(pod)
+    result = base.editable(pod)
     spec, meta, first = result["spec"], result["metadata"], base.first_container(result)
     meta["labels"] |= {"dgl-replica-name": meta["name"], "dgl-replica-type": replica.type}
     meta["annotations"] = {**(meta.get("annotations") or {}), "dgl-replica": replica.type}

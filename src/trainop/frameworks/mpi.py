@@ -79,13 +79,13 @@ def _discover_hosts(job: Job, running_pods: frozenset[str], slots: int) -> str:
 
 def decorate_pod(*, job: Job, replica: Replica, pod: Wire, options: FrameworkOptions) -> Wire:
     """Workers idle with ``sleep 365d``; the launcher gets kubectl (``mpi_kubectl_delivery``)."""
-    result = base.editable_copy(pod)
+    result = base.editable(pod)
     spec, first = result["spec"], (base.containers_of(result) or [{}])[0]
     if replica.type == "Launcher":
         if options.mpi_kubectl_delivery:
             base.append_to(spec, "initContainers", [_delivery(job, options)])
             base.append_to(spec, "volumes", [{"name": _KUBECTL_MOUNT["name"], "emptyDir": {}}])
-            base.append_to(first, "volumeMounts", [_KUBECTL_MOUNT])
+            base.append_to(first, "volumeMounts", [dict(_KUBECTL_MOUNT)])
     elif not first.get("command"):
         first["command"], first["args"] = ["sleep"], ["365d"]
     return result
@@ -101,7 +101,7 @@ def _delivery(job: Job, options: FrameworkOptions) -> Wire:
             EnvVar("TARGET_DIR", "/opt/kube").to_wire(),
             EnvVar("NAMESPACE", job.metadata.namespace or "").to_wire(),
         ],
-        "volumeMounts": [_KUBECTL_MOUNT, _CONFIG_MOUNT],
+        "volumeMounts": [dict(_KUBECTL_MOUNT), dict(_CONFIG_MOUNT)],
         "resources": {"limits": dict(resources), "requests": dict(resources)},
     }
 

@@ -9,6 +9,7 @@ Without a Master the job succeeds as soon as one elastic worker succeeded.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from trainop.api import kinds
@@ -100,7 +101,7 @@ def decorate_pod(*, job: Job, replica: Replica, pod: Wire, options: FrameworkOpt
         return pod
     if not options.wait_for_peer_dns:
         return pod
-    result = base.editable_copy(pod)
+    result = base.editable(pod)
     master = base.replica_name_of(job, "Master", 0)
     containers = render_init_containers(
         options.pytorch_init_container_template,
@@ -124,7 +125,7 @@ def extra_objects(
         "scaleTargetRef": {"kind": job.kind, "name": name, "apiVersion": job.api_version},
         "minReplicas": policy.min_replicas,
         "maxReplicas": policy.max_replicas,
-        "metrics": [dict(metric) for metric in policy.metrics],
+        "metrics": copy.deepcopy([dict(metric) for metric in policy.metrics]),  # not the job's
     }
     hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler"}
     return ({**hpa, "metadata": {"name": name}, "spec": spec},)
