@@ -40,8 +40,8 @@ class CrashingClient:
     ``uncountedTerminatedPods``: a pod PATCH (``record``) or a status write (``counters``)
     raises ``KilledError`` instead of reaching the server."""
 
-    def __init__(self, inner: Client, at: str) -> None:
-        self.inner, self.at, self.recorded = inner, at, False
+    def __init__(self, inner: Client, at: str, *, recorded: bool = False) -> None:
+        self.inner, self.at, self.recorded = inner, at, recorded
 
     async def get(self, resource: Resource, *, name: str, namespace: str | None = None) -> Obj:
         return await self.inner.get(resource, name=name, namespace=namespace)
@@ -131,6 +131,7 @@ async def crash_after(
         plane.clock.advance(seconds)
         await until(task.done, timeout=30, what="the controller's crash")
         assert isinstance(task.exception(), KilledError)
+    await plane.settle()  # the kubelet's last status writes landed
     job = await plane.job(name)
     assert job is not None
     status: dict[str, Any] = job["status"]
@@ -160,6 +161,26 @@ def test_successes_recorded_before_a_crash_count_once(server: RunningServer, at:
             await plane.advance(5)
             done = await plane.until_condition("work", "Complete")
             assert done["status"]["succeeded"] == 3
+
+    run_plane(server, body, (Node("node", Rules(run_seconds=5)),), with_controller=False)
+
+
+def test_a_second_crash_before_the_finalizers_go_writes_no_counter(server: RunningServer) -> None:
+    async def body(plane: Plane) -> None:
+        await plane.create(batch_job("twice", completions=2, parallelism=2))
+        await crash_after(plane, "record", "twice", 2, 5)
+        again = CrashingClient(plane.client, "record", recorded=True)
+        async with controller(plane, again) as task:  # resumes from the record, dies again
+            await until(task.done, timeout=30, what="the second crash")
+            assert isinstance(task.exception(), KilledError)
+        job = await plane.job("twice")
+        assert job is not None
+        assert "succeeded" not in job["status"], "no counter before the finalizers are gone"
+        assert len(job["status"]["uncountedTerminatedPods"]["succeeded"]) == 2
+        async with controller(plane, plane.client):
+            done = await plane.until_condition("twice", "Complete")
+            assert done["status"]["succeeded"] == 2
+            assert done["status"]["uncountedTerminatedPods"] == {}
 
     run_plane(server, body, (Node("node", Rules(run_seconds=5)),), with_controller=False)
 

@@ -50,6 +50,7 @@ def test_a_non_indexed_success_is_recorded_before_its_finalizer_goes_and_counted
     ]
     assert "completionTime" not in result.record, "finished only once nothing is uncounted"
     assert result.strip == [name(done)]
+    assert result.after_strip, "the counters are written once the finalizer is gone"
     assert result.status is not None
     assert result.status["succeeded"] == 1
     assert result.status["uncountedTerminatedPods"] == {}
@@ -64,6 +65,7 @@ def test_a_crash_after_the_record_counts_the_success_once() -> None:
     again = run(restarted(the_job, first.record), [done], seconds=3)  # finalizer still there
     assert again.record is None, "the UID is recorded already: not added twice"
     assert again.strip == [name(done)]
+    assert again.after_strip, "the counters still wait for the finalizer removal"
     assert again.status is not None
     assert again.status["succeeded"] == 1
     assert again.status["uncountedTerminatedPods"] == {}
@@ -123,6 +125,7 @@ def test_an_indexed_success_goes_straight_to_completed_indexes() -> None:
     the_job = job(completions=2, parallelism=2)
     first = run(the_job, [done, running])
     assert first.record is None, "completedIndexes is a set: no record needed"
+    assert not first.after_strip, "one write, before the finalizer goes"
     assert first.strip == [name(done)]
     assert first.status is not None
     assert (first.status["completedIndexes"], first.status["succeeded"]) == ("0", 1)

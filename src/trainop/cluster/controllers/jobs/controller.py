@@ -161,7 +161,7 @@ class LocalJobController:
         # (1) the record of ended pods, or the whole status when none needs it: counts
         # (completedIndexes, the UIDs) are stored before any finalizer goes
         first, last = decision.record, decision.status
-        if first is None:
+        if not decision.after_strip:
             first, last = last, None
         if first is not None:
             job = await self._write_status(job, first)

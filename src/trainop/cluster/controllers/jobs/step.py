@@ -53,6 +53,7 @@ class Step:
 
     record: dict[str, Any] | None = None  # step (1): ended pods recorded, none counted yet
     status: dict[str, Any] | None = None  # the final status (None when unchanged)
+    after_strip: bool = False  # pods pass through the record: ``status`` waits for the strips
     strip: list[str] = field(default_factory=list)  # pods whose tracking finalizer goes
     delete: list[str] = field(default_factory=list)
     create: list[dict[str, Any]] = field(default_factory=list)
@@ -307,10 +308,10 @@ def _finish(sync: _Sync) -> Step:
     if perindex.is_on(spec):
         new["failedIndexes"] = indexes.format_intervals(sync.failed_indexes)
     current = dict(sync.job.get("status") or {})
-    if sync.awaiting:
+    if sync.awaiting:  # the record may be written already (a restart after step 1)
         record = uncounted.first_write(new, sync.awaiting)
         sync.result.record = record if record != current else None
-        current = record
+        sync.result.after_strip, current = True, record
     if new != current:
         sync.result.status = new
     return sync.result
