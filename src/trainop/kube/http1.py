@@ -1,0 +1,311 @@
+"""A lean HTTP/1.1 client for the API's plain requests: one protocol object per connection.
+
+Why: every request the operator sends went through aiohttp's ``ClientSession._request`` (a
+request object, a headers multidict, tracing, cookies, the connector, a response object and
+its stream): about half of the operator's CPU per job (docs/benchmarks.md, Operator CPU). An
+API request needs none of that: this client writes the request line and headers as one
+``bytes`` (the same method, target, ``Content-Type``, body and the headers aiohttp sends:
+``Host``, ``Accept``, ``Accept-Encoding``, ``User-Agent``, ``Content-Length``) and parses the
+answer itself: ``Content-Length``, chunked or read-to-close bodies, gzip/deflate (the encodings
+it accepts, as aiohttp does), 1xx answers skipped.
+
+Connections are kept alive and reused, last in first out; one idle for ``KEEPALIVE_S`` (15 s,
+aiohttp's default) is closed rather than reused, and one the server marked ``Connection:
+close`` is not reused. A request on a reused connection that the server closed before any
+byte of the answer is sent again on a new one when its method is idempotent, as aiohttp does
+(RFC 9112 9.3.1); otherwise it is a failure. Reading stops after ``READ_TIMEOUT_S`` without
+data (aiohttp's ``sock_read``); connecting after ``CONNECT_TIMEOUT_S``. Every failure is an
+``Http1Error``. Pools belong to one event loop (``Pool`` is made per loop by its owner).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+import zlib
+from collections.abc import Mapping
+from typing import cast
+
+from aiohttp.http import SERVER_SOFTWARE
+from yarl import URL
+
+KEEPALIVE_S = 15.0
+READ_TIMEOUT_S = 30.0
+CONNECT_TIMEOUT_S = 30.0
+MAX_HEAD = 64 * 1024  # status line and headers of one answer
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
+_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})  # Content-Length: 0 even without a body
+
+
+class Http1Error(Exception):
+    """No (complete, parseable) answer: connect, send, read or timeout failure."""
+
+
+class _ClosedError(Http1Error):
+    """The server closed the connection; ``before_answer`` when no byte of the answer came."""
+
+    def __init__(self, message: str, *, before_answer: bool) -> None:
+        super().__init__(message)
+        self.before_answer = before_answer
+
+
+class Connection(asyncio.Protocol):
+    """One connection: buffers what arrives and wakes the one request reading it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._transport: asyncio.Transport | None = None
+        self._buffer = bytearray()
+        self._waiter: asyncio.Future[None] | None = None
+        self._closed = False
+        self._error: BaseException | None = None
+        self._last_data = 0.0
+        self.idle_since = 0.0
+        self.reused = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports implement asyncio's interface without subclassing it.
+        self._transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        self._last_data = self._loop.time()
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self._closed = True
+        self._wake()
+        return False  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._error = self._error or exc  # a read timeout closed it first: keep that
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    @property
+    def usable(self) -> bool:
+        """Open, with nothing unread (an idle connection with bytes pending is broken)."""
+        return not self._closed and not self._buffer and self._transport is not None
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+        self._closed = True
+
+    async def exchange(self, request: bytes, *, head_only: bool) -> tuple[int, bytes, bool]:
+        """Send ``request``; its answer's status, decoded body and whether to keep this
+        connection. Raises ``Http1Error``."""
+        assert self._transport is not None
+        self._transport.write(request)
+        self._last_data = self._loop.time()
+        timer = self._loop.call_later(READ_TIMEOUT_S, self._check_timeout)
+        try:
+            return await self._answer(head_only=head_only)
+        finally:
+            timer.cancel()
+
+    def _check_timeout(self) -> None:
+        idle = self._loop.time() - self._last_data
+        if idle < READ_TIMEOUT_S:
+            self._loop.call_later(READ_TIMEOUT_S - idle, self._check_timeout)
+            return
+        self._error = TimeoutError(f"no data for {READ_TIMEOUT_S:.0f} s")
+        self.close()
+        self._wake()
+
+    async def _more(self, *, started: bool) -> None:
+        if isinstance(self._error, TimeoutError):
+            raise Http1Error(f"timed out reading the answer: {self._error}")
+        if self._closed:
+            why = f": {self._error}" if self._error else ""
+            raise _ClosedError(f"connection closed by the server{why}", before_answer=not started)
+        self._waiter = self._loop.create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    async def _answer(self, *, head_only: bool) -> tuple[int, bytes, bool]:
+        while True:
+            status, headers, keep = await self._head()
+            if not 100 <= status < 200:
+                break
+        length = headers.get("content-length")
+        if head_only or status in (204, 304):
+            body = b""
+        elif "chunked" in headers.get("transfer-encoding", "").lower():
+            body = await self._chunked()
+        elif length is not None:
+            body = await self._exactly(_int(length, "Content-Length"))
+        else:
+            body, keep = await self._to_close(), False
+        return status, _decoded(body, headers.get("content-encoding", "")), keep
+
+    async def _head(self) -> tuple[int, dict[str, str], bool]:
+        while (end := self._buffer.find(b"\r\n\r\n")) < 0:
+            if len(self._buffer) > MAX_HEAD:
+                raise Http1Error("answer headers over 64 KiB")
+            await self._more(started=bool(self._buffer))
+        head = bytes(self._buffer[:end]).decode("latin-1")
+        del self._buffer[: end + 4]
+        status_line, *lines = head.split("\r\n")
+        version, _, rest = status_line.partition(" ")
+        if not version.startswith("HTTP/1."):
+            raise Http1Error(f"not an HTTP/1 answer: {status_line[:80]!r}")
+        headers: dict[str, str] = {}
+        for line in lines:
+            name, sep, value = line.partition(":")
+            if sep:
+                key = name.strip().lower()
+                value = value.strip()
+                headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        tokens = {t.strip() for t in headers.get("connection", "").lower().split(",")}
+        keep = "keep-alive" in tokens if version == "HTTP/1.0" else "close" not in tokens
+        return _int(rest[:3], "status"), headers, keep
+
+    async def _exactly(self, size: int) -> bytes:
+        while len(self._buffer) < size:
+            await self._more(started=True)
+        body = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return body
+
+    async def _line(self) -> bytes:
+        while (end := self._buffer.find(b"\r\n")) < 0:
+            await self._more(started=True)
+        line = bytes(self._buffer[:end])
+        del self._buffer[: end + 2]
+        return line
+
+    async def _chunked(self) -> bytes:
+        parts: list[bytes] = []
+        while size := _chunk_size(await self._line()):
+            parts.append(await self._exactly(size))
+            await self._exactly(2)  # the CRLF after the chunk
+        while await self._line():  # trailers, up to the empty line
+            pass
+        return b"".join(parts)
+
+    async def _to_close(self) -> bytes:
+        while not self._closed:
+            await self._more(started=True)
+        body = bytes(self._buffer)
+        self._buffer.clear()
+        return body
+
+
+def _chunk_size(line: bytes) -> int:
+    return _int(line.split(b";")[0].strip().decode("latin-1"), "chunk size", base=16)
+
+
+def _int(text: str, what: str, *, base: int = 10) -> int:
+    try:
+        value = int(text, base)
+    except ValueError:
+        raise Http1Error(f"bad {what} in the answer: {text[:40]!r}") from None
+    if value < 0:
+        raise Http1Error(f"bad {what} in the answer: {text[:40]!r}")
+    return value
+
+
+def _decoded(body: bytes, encoding: str) -> bytes:
+    encoding = encoding.strip().lower()
+    if not body or encoding in ("", "identity"):
+        return body
+    try:
+        if encoding in ("gzip", "x-gzip"):
+            return zlib.decompress(body, 16 + zlib.MAX_WBITS)
+        if encoding == "deflate":  # zlib-wrapped as the RFC says; raw deflate as some send
+            try:
+                return zlib.decompress(body)
+            except zlib.error:
+                return zlib.decompress(body, -zlib.MAX_WBITS)
+    except zlib.error as exc:
+        raise Http1Error(f"cannot decode the {encoding} answer: {exc}") from exc
+    raise Http1Error(f"an answer in an encoding not asked for: {encoding}")
+
+
+class Pool:
+    """Keep-alive connections to one server, for one event loop."""
+
+    def __init__(self, base_url: str, ssl_context: ssl.SSLContext | bool) -> None:
+        url = URL(base_url)
+        self._loop = asyncio.get_running_loop()
+        self._host = url.raw_host or ""
+        self._port = url.port or (443 if url.scheme == "https" else 80)
+        self._ssl: ssl.SSLContext | None = None
+        if url.scheme == "https":
+            self._ssl = ssl_context if isinstance(ssl_context, ssl.SSLContext) else _default()
+        self._prefix = url.raw_path.rstrip("/")
+        # What aiohttp sends with every request (besides Content-Length and the caller's).
+        fixed = f"Host: {url.host_port_subcomponent}\r\nAccept: */*\r\n"
+        self._fixed = f"{fixed}Accept-Encoding: gzip, deflate\r\nUser-Agent: {SERVER_SOFTWARE}\r\n"
+        self._idle: list[Connection] = []
+
+    async def request(
+        self, method: str, target: str, headers: Mapping[str, str], body: bytes | None
+    ) -> tuple[int, bytes]:
+        """The status and body of one request (``target``: path and query, encoded)."""
+        lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        with_length = body is not None or method in _WITH_BODY
+        length = f"Content-Length: {len(body or b'')}\r\n" if with_length else ""
+        head = f"{method} {self._prefix}{target} HTTP/1.1\r\n{self._fixed}{lines}{length}\r\n"
+        data = head.encode("latin-1") + (body or b"")
+        while True:
+            conn = await self._acquire()
+            try:
+                status, answer, keep = await conn.exchange(data, head_only=method == "HEAD")
+            except _ClosedError as exc:
+                conn.close()
+                if conn.reused and exc.before_answer and method in IDEMPOTENT:
+                    continue  # a stale keep-alive connection: once more on a fresh one
+                raise
+            except BaseException:
+                conn.close()  # an answer read part-way (or cancelled): never reused
+                raise
+            self._release(conn, keep)
+            return status, answer
+
+    async def _acquire(self) -> Connection:
+        now = time.monotonic()
+        while self._idle:
+            conn = self._idle.pop()
+            if conn.usable and now - conn.idle_since < KEEPALIVE_S:
+                conn.reused = True
+                return conn
+            conn.close()
+        try:
+            async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                _, conn = await self._loop.create_connection(
+                    lambda: Connection(self._loop),
+                    self._host,
+                    self._port,
+                    ssl=self._ssl,
+                    server_hostname=self._host if self._ssl is not None else None,
+                )
+        except (OSError, TimeoutError) as exc:  # ssl.SSLError is an OSError
+            raise Http1Error(f"cannot connect to {self._host}:{self._port}: {exc}") from exc
+        return conn
+
+    def _release(self, conn: Connection, keep: bool) -> None:
+        if keep and conn.usable:
+            conn.idle_since = time.monotonic()
+            self._idle.append(conn)
+        else:
+            conn.close()
+
+    def close(self) -> None:
+        """Close every idle connection (those in use close when their request ends)."""
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+
+def _default() -> ssl.SSLContext:
+    return ssl.create_default_context()

@@ -1,0 +1,231 @@
+"""``kube.http1``: the lean client's requests and its reading of every answer form.
+
+A raw asyncio server on 127.0.0.1 records each request's bytes and answers with canned bytes,
+so the answers can take forms an API server may send (chunked, gzip, read-to-close, 1xx, a
+closed keep-alive connection) and the requests can be compared byte for byte with aiohttp's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import zlib
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from trainop import errors
+from trainop.kube import http1
+from trainop.kube.http import HttpClient
+from trainop.kube.resources import PODS
+from trainop.kube.transport import AiohttpTransport
+
+Answer = Callable[[bytes], bytes | None]  # a request's bytes -> answer bytes (None: close)
+
+
+def ok(body: bytes, *headers: str) -> bytes:
+    head = "".join(f"{h}\r\n" for h in headers)
+    return f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n{head}\r\n".encode() + body
+
+
+class RawServer:
+    """Reads whole requests (head + Content-Length body), answers each with ``answer``."""
+
+    def __init__(self, answer: Answer) -> None:
+        self.answer = answer
+        self.requests: list[bytes] = []
+        self.connections = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                request = head + await reader.readexactly(length)
+                self.requests.append(request)
+                answer = self.answer(request)
+                if answer is None:
+                    break
+                writer.write(answer)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        writer.close()
+
+
+def serve(answer: Answer, body: Callable[[str, RawServer], Awaitable[None]]) -> RawServer:
+    server = RawServer(answer)
+
+    async def main() -> None:
+        listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
+        port = listener.sockets[0].getsockname()[1]
+        async with listener:
+            await body(f"http://127.0.0.1:{port}", server)
+
+    asyncio.run(main())
+    return server
+
+
+def test_requests_are_byte_for_byte_aiohttps_but_for_header_order() -> None:
+    async def body(url: str, server: RawServer) -> None:
+        transport = AiohttpTransport(url)
+        for send in (transport._send, transport._send_lean):
+            await send("PATCH", "/api/v1/pods/a", {"fieldManager": "x y", "force": "true"},
+                       {"Content-Type": "application/apply-patch+yaml"}, b'{"a": 1}')  # fmt: skip
+            await send("GET", "/api/v1/pods", None, {"Content-Type": "application/json"}, None)
+            await send("POST", "/api/v1/pods", None, {"Content-Type": "application/json"}, None)
+        await transport.close()
+
+    server = serve(lambda request: ok(b"{}"), body)
+
+    def parts(request: bytes) -> tuple[bytes, list[bytes], bytes]:
+        head, _, content = request.partition(b"\r\n\r\n")
+        first, *headers = head.split(b"\r\n")
+        return first, sorted(headers), content
+
+    assert len(server.requests) == 6
+    via_aiohttp, lean = server.requests[:3], server.requests[3:]
+    assert [parts(r) for r in lean] == [parts(r) for r in via_aiohttp]
+    assert lean[0].startswith(b"PATCH /api/v1/pods/a?fieldManager=x+y&force=true HTTP/1.1\r\n")
+    assert b"Content-Length: 0\r\n" in lean[2]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        ok(b'{"kind": "Pod"}'),
+        ok(gzip.compress(b'{"kind": "Pod"}'), "Content-Encoding: gzip"),
+        ok(zlib.compress(b'{"kind": "Pod"}'), "Content-Encoding: deflate"),
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b'5;ext=1\r\n{"kin\r\nA\r\nd": "Pod"}\r\n0\r\nX-Trailer: 1\r\n\r\n',
+        b"HTTP/1.1 100 Continue\r\n\r\n" + ok(b'{"kind": "Pod"}'),
+    ],
+    ids=["length", "gzip", "deflate", "chunked", "continue"],
+)
+def test_answer_forms_decode_and_keep_the_connection(answer: bytes) -> None:
+    async def body(url: str, server: RawServer) -> None:
+        client = HttpClient(AiohttpTransport(url))
+        for _ in range(3):
+            assert await client.get(PODS, name="a", namespace="ns") == {"kind": "Pod"}
+        await client.close()
+
+    server = serve(lambda request: answer, body)
+    assert len(server.requests) == 3
+    assert server.connections == 1
+
+
+def test_an_answer_read_to_close_is_read_whole_and_not_reused() -> None:
+    seen: list[bytes] = []
+
+    async def once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.write(b'HTTP/1.1 200 OK\r\n\r\n{"kind": "Pod"}')  # no length: ends at close
+        writer.close()
+
+    async def main() -> None:
+        listener = await asyncio.start_server(once, "127.0.0.1", 0)
+        port = listener.sockets[0].getsockname()[1]
+        async with listener:
+            client = HttpClient(AiohttpTransport(f"http://127.0.0.1:{port}"))
+            for _ in range(2):
+                assert await client.get(PODS, name="a", namespace="ns") == {"kind": "Pod"}
+            await client.close()
+
+    asyncio.run(main())
+    assert len(seen) == 2  # a connection each: the first was not reused
+
+
+def test_connection_close_is_honoured() -> None:
+    async def body(url: str, server: RawServer) -> None:
+        client = HttpClient(AiohttpTransport(url))
+        for _ in range(3):
+            await client.get(PODS, name="a", namespace="ns")
+        await client.close()
+
+    server = serve(lambda request: ok(b"{}", "Connection: close"), body)
+    assert server.connections == 3
+
+
+def stale_after_first(methods: list[str]) -> Answer:
+    """Answers the first request, then closes the connection at the next one (a server that
+    dropped an idle keep-alive connection); later connections are answered normally."""
+    answered: list[bytes] = []
+
+    def answer(request: bytes) -> bytes | None:
+        methods.append(request.split(b" ")[0].decode())
+        answered.append(request)
+        return None if len(answered) == 2 else ok(b"{}")
+
+    return answer
+
+
+def test_a_stale_connection_is_retried_for_idempotent_methods_only() -> None:
+    methods: list[str] = []
+
+    async def body(url: str, server: RawServer) -> None:
+        client = HttpClient(AiohttpTransport(url))
+        await client.get(PODS, name="a", namespace="ns")
+        await client.get(PODS, name="a", namespace="ns")  # stale: sent again on a new one
+        await client.close()
+
+    server = serve(stale_after_first(methods), body)
+    assert methods == ["GET", "GET", "GET"]
+    assert server.connections == 2
+
+    methods.clear()
+
+    async def posting(url: str, server: RawServer) -> None:
+        client = HttpClient(AiohttpTransport(url))
+        await client.create(PODS, {"metadata": {"name": "a", "namespace": "ns"}})
+        with pytest.raises(errors.UnreachableError, match="create pods: connection closed"):
+            await client.create(PODS, {"metadata": {"name": "b", "namespace": "ns"}})
+        await client.close()
+
+    serve(stale_after_first(methods), posting)
+    assert methods == ["POST", "POST"]
+
+
+def test_silence_past_the_read_timeout_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(http1, "READ_TIMEOUT_S", 0.05)
+
+    async def body(url: str, server: RawServer) -> None:
+        client = HttpClient(AiohttpTransport(url))
+        with pytest.raises(errors.UnreachableError, match="no data for"):
+            await client.get(PODS, name="a", namespace="ns")
+        await client.close()
+
+    serve(lambda request: b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{", body)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [b"SSH-2.0-OpenSSH\r\n\r\n", b"HTTP/1.1 2x0 OK\r\n\r\n", ok(b"x", "Content-Encoding: br")],
+    ids=["not-http", "bad-status", "unasked-encoding"],
+)
+def test_a_garbled_answer_is_unreachable(answer: bytes) -> None:
+    async def body(url: str, server: RawServer) -> None:
+        client = HttpClient(AiohttpTransport(url))
+        with pytest.raises(errors.UnreachableError, match="get pods"):
+            await client.get(PODS, name="a", namespace="ns")
+        await client.close()
+
+    serve(lambda request: answer, body)
+
+
+def test_status_and_error_bodies_reach_the_client() -> None:
+    status = {"kind": "Status", "reason": "AlreadyExists", "code": 409, "message": "exists"}
+    text = json.dumps(status).encode()
+
+    async def body(url: str, server: RawServer) -> None:
+        client = HttpClient(AiohttpTransport(url))
+        with pytest.raises(errors.AlreadyExistsError, match="exists"):
+            await client.create(PODS, {"metadata": {"name": "a", "namespace": "ns"}})
+        await client.close()
+
+    conflict = f"HTTP/1.1 409 Conflict\r\nContent-Length: {len(text)}\r\n\r\n".encode() + text
+    serve(lambda request: conflict, body)
