@@ -46,6 +46,14 @@ def render(template: str, values: Mapping[str, str]) -> list[dict[str, Any]]:
     Raises ``InvalidTemplateError`` when the template uses another action or a field not in
     ``values``, or does not render to a YAML list of containers (mappings with a ``name``).
     """
+    return copy.deepcopy(_rendered(template, tuple(sorted(values.items()))))  # the caller's own
+
+
+@functools.lru_cache(maxsize=256)
+def _rendered(template: str, items: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
+    """``render``'s containers, cached by template and values: every worker of a job (and
+    each of its reconciles) renders the same, and the substitution scans the whole text."""
+    values = dict(items)
 
     def substitute(found: re.Match[str]) -> str:
         before, trim_left, field, trim_right, after = found.groups()
@@ -57,7 +65,7 @@ def render(template: str, values: Mapping[str, str]) -> list[dict[str, Any]]:
     text = _ACTION.sub(substitute, template)
     if "{{" in text:
         raise errors.InvalidTemplateError("template: only {{.Field}} actions are supported")
-    return copy.deepcopy(_containers(text))  # the caller's own copy: it may edit it
+    return _containers(text)
 
 
 @functools.lru_cache(maxsize=256)

@@ -35,6 +35,7 @@ READ_TIMEOUT_S = 30.0
 CONNECT_TIMEOUT_S = 30.0
 MAX_HEAD = 64 * 1024  # status line and headers of one answer
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
+_READ = frozenset({"content-length", "transfer-encoding", "content-encoding", "connection"})
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})  # Content-Length: 0 even without a body
 
 
@@ -159,10 +160,10 @@ class Connection(asyncio.Protocol):
         if not version.startswith("HTTP/1."):
             raise Http1Error(f"not an HTTP/1 answer: {status_line[:80]!r}")
         headers: dict[str, str] = {}
-        for line in lines:
-            name, sep, value = line.partition(":")
-            if sep:
-                key = name.strip().lower()
+        for line in lines:  # only the headers read below (an API answer has ~6 others)
+            name, _, value = line.partition(":")
+            key = name.strip().lower()
+            if key in _READ:
                 value = value.strip()
                 headers[key] = f"{headers[key]}, {value}" if key in headers else value
         tokens = {t.strip() for t in headers.get("connection", "").lower().split(",")}
