@@ -62,6 +62,8 @@ class Connection(asyncio.Protocol):
         self._closed = False
         self._error: BaseException | None = None
         self._last_data = 0.0
+        self._busy = False  # a request is waiting for its answer
+        self._timer: asyncio.TimerHandle | None = None
         self.idle_since = 0.0
         self.reused = False
 
@@ -98,6 +100,9 @@ class Connection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.close()
         self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     async def exchange(self, request: bytes, *, head_only: bool) -> tuple[int, bytes, bool]:
         """Send ``request``; its answer's status, decoded body and whether to keep this
@@ -105,16 +110,21 @@ class Connection(asyncio.Protocol):
         assert self._transport is not None
         self._transport.write(request)
         self._last_data = self._loop.time()
-        timer = self._loop.call_later(READ_TIMEOUT_S, self._check_timeout)
+        self._busy = True
+        if self._timer is None:  # one timer while busy, re-armed every 30 s, not per request
+            self._timer = self._loop.call_later(READ_TIMEOUT_S, self._check_timeout)
         try:
             return await self._answer(head_only=head_only)
         finally:
-            timer.cancel()
+            self._busy = False
 
     def _check_timeout(self) -> None:
+        self._timer = None
+        if not self._busy:
+            return  # idle in the pool: the keep-alive limit applies, not this one
         idle = self._loop.time() - self._last_data
         if idle < READ_TIMEOUT_S:
-            self._loop.call_later(READ_TIMEOUT_S - idle, self._check_timeout)
+            self._timer = self._loop.call_later(READ_TIMEOUT_S - idle, self._check_timeout)
             return
         self._error = TimeoutError(f"no data for {READ_TIMEOUT_S:.0f} s")
         self.close()

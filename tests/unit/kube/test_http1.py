@@ -229,3 +229,19 @@ def test_status_and_error_bodies_reach_the_client() -> None:
 
     conflict = f"HTTP/1.1 409 Conflict\r\nContent-Length: {len(text)}\r\n\r\n".encode() + text
     serve(lambda request: conflict, body)
+
+
+def test_the_read_timeout_never_closes_an_idle_kept_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(http1, "READ_TIMEOUT_S", 0.05)
+
+    async def body(url: str, server: RawServer) -> None:
+        client = HttpClient(AiohttpTransport(url))
+        await client.get(PODS, name="a", namespace="ns")
+        await asyncio.sleep(0.15)  # the first request's timer fires while the connection idles
+        await client.get(PODS, name="a", namespace="ns")
+        await client.close()
+
+    server = serve(lambda request: ok(b"{}"), body)
+    assert server.connections == 1
