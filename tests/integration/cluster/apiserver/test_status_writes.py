@@ -37,7 +37,9 @@ class Client:
             "Authorization": f"Bearer {self.endpoint.token}",
             "Content-Type": content_type,
         }
-        conn.request(method, path, body=json.dumps(body).encode(), headers=headers)
+        conn.request(
+            method, path, body=None if body is None else json.dumps(body).encode(), headers=headers
+        )
         resp = conn.getresponse()
         data = resp.read()
         warnings = resp.headers.get_all("Warning") or []
@@ -115,3 +117,35 @@ def test_a_spec_sent_to_status_changes_nothing_and_is_not_checked(raw: Client) -
     assert code == 200, stored
     assert stored["spec"]["containers"][0]["name"] == "c"
     assert stored["status"]["phase"] == "Running"
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        (MERGE, {"spec": {"activeDeadlineSeconds": 5}, "status": {"phase": "Running"}}),
+        (
+            "application/json-patch+json",
+            [
+                {"op": "add", "path": "/spec/activeDeadlineSeconds", "value": 5},
+                {"op": "add", "path": "/status/phase", "value": "Running"},
+            ],
+        ),
+        (
+            "application/strategic-merge-patch+json",
+            {"spec": {"activeDeadlineSeconds": 5}, "status": {"phase": "Running"}},
+        ),
+    ],
+    ids=["merge", "json", "strategic"],
+)
+def test_every_patch_of_status_leaves_the_spec_as_stored(
+    raw: Client, content_type: str, body: Any
+) -> None:
+    name = _pod(raw)
+    code, stored, _ = raw.send("PATCH", f"{PODS}/{name}/status", body, content_type)
+    assert code == 200, stored
+    assert stored["status"]["phase"] == "Running"
+    assert "activeDeadlineSeconds" not in stored["spec"]
+    code, again, _ = raw.send("GET", f"{PODS}/{name}", None)
+    assert code == 200
+    assert "activeDeadlineSeconds" not in again["spec"]
+    assert again["status"]["phase"] == "Running"

@@ -162,7 +162,10 @@ async def patch_(state: ApiState, call: Call) -> web.Response:
         raise status.RequestError("metadata must be an object", status=422, reason="Invalid")
     if patched.get("apiVersion") != call.rt.api_version or patched.get("kind") != call.rt.kind:
         admission.check_type(call.rt, patched)
-    return await write(state, call, current, patched)
+    # A /status write is built on a private copy of the stored object: ``old`` is one when
+    # the patch left it alone (merge and JSON patches never modify their target).
+    reuse = call.subresource == "status" and ctype in (patch.MERGE, patch.JSON)
+    return await write(state, call, current, patched, scratch=old if reuse else None)
 
 
 def check_patch_options(call: Call, *, apply: bool) -> None:
@@ -229,9 +232,12 @@ async def write(
     obj: dict[str, Any],
     *,
     record: Recorder | None = None,
+    scratch: dict[str, Any] | None = None,
 ) -> web.Response:
     """Store ``obj`` over ``current`` (precondition, update rules, admission, managedFields
-    through ``record``); an update that changes nothing is answered without a write."""
+    through ``record``); an update that changes nothing is answered without a write.
+    ``scratch``: a private copy of the stored object that a ``/status`` write may be built
+    on (decoded here when not given)."""
     want_rv = obj.get("metadata", {}).get("resourceVersion")
     if want_rv and want_rv != str(current.rv):
         raise status.conflict(
@@ -242,7 +248,8 @@ async def write(
         )
     _check_integers(call, obj)
     old = json.loads(current.raw)
-    scratch = json.loads(current.raw) if call.subresource == "status" else None
+    if call.subresource == "status" and scratch is None:
+        scratch = json.loads(current.raw)
     new = objects.prepare_update(call.rt, old, obj, subresource=call.subresource, scratch=scratch)
     deletion.check_new_finalizers(call, old, new)
     warnings = admission.admit(state, call, new, old)
