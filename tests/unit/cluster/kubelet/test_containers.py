@@ -191,6 +191,7 @@ def test_a_run_is_podman_run_with_labels_network_aliases_and_the_pods_env_only(
 
 PAIR = {"containers": [{"name": "pytorch"}, {"name": "sidecar"}]}
 HOLDER = "trainop-s1-default-job-master-0_pod"
+CONTAINER = "trainop-s1-default-job-master-0"
 
 
 def _networked(
@@ -206,8 +207,8 @@ def _networked(
 def _start_both(
     runtime: containers.ContainerRuntime, tmp_path: Path, reports: list[tuple[str, str, str]]
 ) -> str:
-    """Prepare a two-container pod, start (and wait for) both containers, release the pod;
-    the address ``prepare`` gave."""
+    """Prepare a two-container pod, start (wait for, finish) both containers, release the
+    pod, close the runtime; the address ``prepare`` gave."""
 
     async def scenario() -> str:
         address = await runtime.prepare(TARGET, PAIR, _recorder(reports))
@@ -217,7 +218,9 @@ def _start_both(
             target = dataclasses.replace(TARGET, container=name)
             running = await runtime.start(target, launch, {}, _recorder(reports))
             await running.wait()
+            await running.finish()
         await runtime.release(TARGET.uid)
+        await runtime.close()  # after the pod's removal (in the background) has ended
         return address
 
     return asyncio.run(scenario())
@@ -249,7 +252,10 @@ def test_the_containers_of_a_pod_share_one_holders_network_and_hostname(
         assert f"--network container:{HOLDER} --uts container:{HOLDER}" in run
         assert "--hostname" not in run
         assert "--network-alias" not in run
-    assert calls[-1].endswith(f"rm -f -t 0 {HOLDER}")  # released with the pod
+    # released with the pod: its holder and its containers in one call, dependents first
+    rms = [line for line in calls if " rm " in f" {line} "]
+    assert len(rms) == 1
+    assert rms[0].endswith(f"rm -f -t 0 --depend {HOLDER} {CONTAINER}-pytorch {CONTAINER}-sidecar")
     assert not [r for r in reports if r[0] == "Warning"]
 
 
@@ -647,7 +653,7 @@ def test_a_fresh_session_removes_no_leftover_before_a_names_first_run(tmp_path: 
     _start_both(runtime, tmp_path, [])
     first = log.read_text().splitlines()
     rms = [line for line in first if " rm " in f" {line} "]
-    assert rms == [next(line for line in first if line.endswith(f"rm -f -t 0 {HOLDER}"))]
+    assert rms == [next(line for line in first if f"rm -f -t 0 --depend {HOLDER} " in line)]
     log.write_text("")
     _start_both(runtime, tmp_path, [])
     again = log.read_text().splitlines()
@@ -712,3 +718,64 @@ def test_a_second_close_lists_nothing_again_unless_a_pod_started_since(tmp_path:
     asyncio.run(closes())
     listings = [line for line in log.read_text().splitlines() if " ps -a " in f" {line} "]
     assert len(listings) == 2
+
+
+SLOW_RM = """#!/bin/sh
+printf '%s\\n' "$*" >> "{log}"
+case "$*" in
+  *"rm -f -t 0 --depend "*) {depend}; echo removed >> "{log}" ;;
+  *"image inspect"*) echo '[{{"Config": {{"Entrypoint": ["python3"], "Cmd": ["x.py"]}}}}]' ;;
+  *"cgroupfs run "*) exit 0 ;;
+  *"cgroupfs inspect "*) echo '[{{"State": {{"ExitCode": 0, "OOMKilled": false}}}}]' ;;
+esac
+"""
+
+
+def _slow_rm_podman(tmp_path: Path, depend: str) -> tuple[containers.ContainerRuntime, Path]:
+    """A runtime over a fake podman whose ``rm --depend`` runs ``depend`` (shell)."""
+    log, binary = tmp_path / "calls.log", tmp_path / "podman"
+    binary.write_text(SLOW_RM.format(log=log, depend=depend))
+    binary.chmod(stat.S_IRWXU)
+    runtime = containers.ContainerRuntime(
+        containercli.Podman(tmp_path / "state", binary=str(binary)), session="s1"
+    )
+    runtime.network = "trainop-s1"
+    return runtime, log
+
+
+def test_a_pod_of_the_same_name_runs_its_holder_once_the_earlier_pods_removal_ended(
+    tmp_path: Path,
+) -> None:
+    """The removal runs in the background (``release`` returns at once), and a holder or a
+    container whose name it removes does not run before it has ended."""
+    runtime, log = _slow_rm_podman(tmp_path, "sleep 0.3")
+
+    async def twice() -> None:
+        await runtime.prepare(TARGET, PAIR, _recorder([]))
+        await runtime.release(TARGET.uid)
+        assert "removed" not in log.read_text()  # still removing: release did not wait
+        await runtime.prepare(TARGET, PAIR, _recorder([]))
+        await runtime.release(TARGET.uid)
+        await runtime.close()
+
+    asyncio.run(twice())
+    calls = log.read_text().splitlines()
+    runs = [i for i, line in enumerate(calls) if f"run --detach --name {HOLDER} " in line]
+    assert len(runs) == 2
+    removed = [i for i, line in enumerate(calls) if line == "removed"]
+    assert len(removed) == 2  # both removals ended before close returned
+    assert removed[0] < runs[1]  # the second holder ran once the first removal had ended
+
+
+def test_where_one_removal_call_fails_each_container_then_the_holder_is_removed(
+    tmp_path: Path,
+) -> None:
+    runtime, log = _slow_rm_podman(tmp_path, "exit 125")
+    _start_both(runtime, tmp_path, [])
+    rms = [line.split(" rm ")[1] for line in log.read_text().splitlines() if " rm " in line]
+    assert rms == [
+        f"-f -t 0 --depend {HOLDER} {CONTAINER}-pytorch {CONTAINER}-sidecar",
+        f"-f -t 0 {CONTAINER}-pytorch",
+        f"-f -t 0 {CONTAINER}-sidecar",
+        f"-f -t 0 {HOLDER}",
+    ]

@@ -133,6 +133,10 @@ class Cli:
         """Remove containers at once (killed, no grace period)."""
         return ["rm", "-f", *names]
 
+    def remove_pod_words(self, holder: str, names: Sequence[str]) -> list[str]:
+        """Remove a pod's containers ``names`` and its holder ("" for none) in one call."""
+        return self.remove_words(*names, *([holder] if holder else []))
+
     def network_remove_words(self, name: str) -> list[str]:
         """Remove a network (its containers are gone; docker 20.10's CLI has no ``-f``)."""
         return ["network", "rm", name]
@@ -193,6 +197,13 @@ class Podman(Cli):
 
     def remove_words(self, *names: str) -> list[str]:
         return ["rm", "-f", "-t", "0", *names]
+
+    def remove_pod_words(self, holder: str, names: Sequence[str]) -> list[str]:
+        """``--depend``: the holder's dependents (the pod's containers) go first; in a plain
+        ``rm`` of them all the holder's removal races theirs and fails."""
+        if not holder:
+            return self.remove_words(*names)
+        return ["rm", "-f", "-t", "0", "--depend", holder, *names]
 
     def network_remove_words(self, name: str) -> list[str]:
         return ["network", "rm", "-f", name]

@@ -7,7 +7,8 @@ it, so ``Ready``, an ``exec`` or a signal never lands between the create and the
 ``Container`` is the ``Running`` of the seam: its pid and stdio are the client's (the
 container's, relayed: ``stdio.StdioRun``), SIGTERM to the client is proxied into the
 container, SIGKILL kills the container itself, and after the client ends ``inspect`` gives
-the exit code and ``OOMKilled``. ``podman://<id>`` (or ``docker://<id>``) is its
+the exit code and ``OOMKilled``; the container is then removed (by ``removals`` with its pod,
+where the runtime passes ``ended``). ``podman://<id>`` (or ``docker://<id>``) is its
 ``containerID``; an exec is ``podman exec`` into it.
 """
 
@@ -18,7 +19,7 @@ import contextlib
 import re
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +57,11 @@ class Container(StdioRun):
         *,
         container_id: str = "",
         cidfile: Path | None = None,
+        ended: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(client, stdio)
         self._cli, self.name = cli, name
+        self._ended = ended  # takes the removal over (``removals``); None: ``finish`` removes
         self.container_id = f"{cli.name}://{container_id}" if container_id else ""
         self._cidfile = cidfile
         self._state: Mapping[str, Any] = {}
@@ -83,7 +86,10 @@ class Container(StdioRun):
         return processes.signal_group(self._process.pid, signum)  # proxied into the container
 
     async def finish(self) -> None:
-        await self._cli.call(*self._cli.remove_words(self.name))
+        if self._ended is not None:  # removed with its pod, off the pod's path
+            self._ended()
+        else:
+            await self._cli.call(*self._cli.remove_words(self.name))
         processes.signal_group(self._process.pid, signal.SIGKILL)
         self.close_stdin()
         if self._cidfile is not None:

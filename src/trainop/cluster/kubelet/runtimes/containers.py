@@ -11,7 +11,8 @@ default ulimits and crun fail on these machines); docker calls use the daemon's 
 
 One run of a container is ``podman run`` in the foreground (no ``--rm``): its output is the
 container's, SIGTERM to the client is proxied into the container, and after it ends
-``podman inspect`` gives the exit code and ``OOMKilled``; the container is then removed.
+``podman inspect`` gives the exit code and ``OOMKilled``; the container is removed with its
+pod, once the pod is released, in one background call with the pod's holder (``removals``).
 ``--cidfile`` gives the run's id (``podman://<id>`` or ``docker://<id>``, the status's
 ``containerID``). The client's stdio is ``stdio.Stdio``'s: with ``stdin``/``tty`` it runs
 ``--interactive`` (``--tty``) on the kubelet's pipe or terminal, so ``attach -i`` works as for
@@ -56,6 +57,7 @@ from trainop.cluster.kubelet.runtimes import (
     options,
     podoptions,
     processes,
+    removals,
 )
 from trainop.cluster.kubelet.runtimes.network import SessionNetwork
 from trainop.cluster.kubelet.runtimes.options import EXEC_MOUNT, EXEC_SOCKET
@@ -102,6 +104,7 @@ class ContainerRuntime:
         self.session = session
         self._want_network = network
         self._network = SessionNetwork(cli, session=session)
+        self._removals = removals.Removals(cli)  # ended pods' containers and holders
         self.exec_dir: Path | None = None  # mounted at EXEC_MOUNT (``open`` makes it)
         self._opened = False
         self._controllers: frozenset[str] | None = None  # ``cgroup_controllers``
@@ -151,7 +154,9 @@ class ContainerRuntime:
 
     async def close(self) -> None:
         """Remove every container and the network of this session (once: the kubelet and the
-        session both close it, and nothing can start between)."""
+        session both close it, and nothing can start between), once the released pods'
+        removals have ended."""
+        await self._removals.drain()
         if self._closed:
             return
         await self.reap(by=options.SESSION_LABEL, value=self.session)
@@ -200,11 +205,13 @@ class ContainerRuntime:
         """The pod's holder, made before its first container (``network.SessionNetwork``):
         the pod's address, "" where it has none of its own."""
         self._closed = False
+        await self._removals.settled(options.holder_name(self.session, target))
         return await self._network.prepare(target, pod_spec, report)
 
     async def release(self, uid: str) -> None:
-        """The pod has ended: remove its holder (if it had one)."""
-        await self._network.release(uid)
+        """The pod has ended: its containers and holder are removed in the background
+        (``removals``; ``close`` waits for them)."""
+        self._removals.release(uid, self._network.release(uid))
 
     async def start(
         self, target: Target, launch: Launch, env: Mapping[str, str], report: Report = no_report
@@ -219,6 +226,7 @@ class ContainerRuntime:
         if not holder:  # a holder's quiet ``run`` started the network's DNS server already
             await self._network.hold_dns(image, argv)
         name = options.container_name(self.session, target)
+        await self._removals.settled(name)
         if self._network.adopting or name in self._named:  # a leftover of an earlier run
             await self._cli.call(*self._cli.remove_words(name))
         self._named.add(name)  # a fresh session's names are new: no ``rm`` before the first
@@ -240,7 +248,13 @@ class ContainerRuntime:
             processes.signal_group(process.pid, signal.SIGKILL)
             raise
         run = containerrun.Container(
-            self._cli, process, name, stdio, container_id=container_id, cidfile=cidfile
+            self._cli,
+            process,
+            name,
+            stdio,
+            container_id=container_id,
+            cidfile=cidfile,
+            ended=lambda: self._removals.ended(target.uid, name),
         )
         run.warnings = tuple(options.limits(launch.spec, controllers, self._cli.name)[1])
         return run

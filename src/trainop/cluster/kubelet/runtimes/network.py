@@ -9,7 +9,8 @@ Where no network can be created, containers share the host's network (``name`` i
 
 A pod's holder (``prepare``) is made before its first container, as kubelet makes a pod
 sandbox: a ``catatonit -P`` container from ``images.PAUSE_IMAGE`` whose address is the pod's
-``status.podIP``; holders run side by side, one pause import serves them all. Docker, or a
+``status.podIP``; holders run side by side, one pause import serves them all; ``release``
+hands a pod's holder to ``removals``, which removes it with the pod's containers. Docker, or a
 machine where no holder can be made, gives each container an identity of its own. Neighbours:
 ``containers`` (the runtime, which owns one ``SessionNetwork``), ``images``, ``options``.
 """
@@ -177,11 +178,10 @@ class SessionNetwork:
         address = entry.get("IPAddress") if isinstance(entry, dict) else None
         return str(address) if address else ""
 
-    async def release(self, uid: str) -> None:
-        """The pod has ended: remove its holder (if it had one)."""
-        holder = self._holders.pop(uid, None)
-        if holder is not None:
-            await self._cli.call(*self._cli.remove_words(holder))
+    def release(self, uid: str) -> str:
+        """The pod has ended: its holder, "" where it had none, for the runtime to remove
+        with the pod's containers (``removals``)."""
+        return self._holders.pop(uid, "")
 
 
 def network_aliases(target: Target) -> list[str]:
