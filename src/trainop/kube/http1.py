@@ -24,7 +24,7 @@ import asyncio
 import ssl
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import cast
 
 from aiohttp.http import SERVER_SOFTWARE
@@ -142,6 +142,54 @@ class Connection(asyncio.Protocol):
         finally:
             self._waiter = None
 
+    async def open_stream(self, request: bytes) -> tuple[int, dict[str, str]]:
+        """Send ``request``; the status and headers of its answer, whose body ``pieces``
+        then reads as it comes (a watch: no read timeout)."""
+        assert self._transport is not None
+        self._transport.write(request)
+        while True:
+            status, headers, _ = await self._head()
+            if not 100 <= status < 200:
+                return status, headers
+
+    async def pieces(self, headers: Mapping[str, str]) -> AsyncIterator[bytes]:
+        """A streamed answer's body, decoded, in the pieces it arrives in."""
+        encoding = headers.get("content-encoding", "").strip().lower()
+        decoder = _decoder(encoding)
+        async for piece in self._raw_pieces(headers):
+            yield decoder.decompress(piece) if decoder is not None else piece
+        if decoder is not None and (rest := decoder.flush()):
+            yield rest
+
+    async def _raw_pieces(self, headers: Mapping[str, str]) -> AsyncIterator[bytes]:
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            while size := _chunk_size(await self._line()):
+                async for piece in self._up_to(size):
+                    yield piece
+                await self._exactly(2)  # the CRLF after the chunk
+            while await self._line():  # trailers
+                pass
+        elif (length := headers.get("content-length")) is not None:
+            async for piece in self._up_to(_int(length, "Content-Length")):
+                yield piece
+        else:
+            while self._buffer or not self._closed:
+                if not self._buffer:
+                    await self._more(started=True)
+                    continue
+                piece = bytes(self._buffer)
+                self._buffer.clear()
+                yield piece
+
+    async def _up_to(self, size: int) -> AsyncIterator[bytes]:
+        while size:
+            if not self._buffer:
+                await self._more(started=True)
+            piece = bytes(self._buffer[:size])
+            del self._buffer[: len(piece)]
+            size -= len(piece)
+            yield piece
+
     async def _answer(self, *, head_only: bool) -> tuple[int, bytes, bool]:
         while True:
             status, headers, keep = await self._head()
@@ -225,6 +273,17 @@ def _int(text: str, what: str, *, base: int = 10) -> int:
     return value
 
 
+def _decoder(encoding: str) -> zlib._Decompress | None:
+    """An incremental decoder for a streamed answer's encoding (None: as it is)."""
+    if encoding in ("", "identity"):
+        return None
+    if encoding in ("gzip", "x-gzip"):
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if encoding == "deflate":
+        return zlib.decompressobj()
+    raise Http1Error(f"an answer in an encoding not asked for: {encoding}")
+
+
 def _decoded(body: bytes, encoding: str) -> bytes:
     encoding = encoding.strip().lower()
     if not body or encoding in ("", "identity"):
@@ -283,6 +342,19 @@ class Pool:
             self._release(conn, keep)
             return status, answer
 
+    async def stream(self, target: str, headers: Mapping[str, str]) -> Stream:
+        """A GET whose answer is read as it arrives, on a connection of its own (closed
+        with the stream, never reused: a watch lasts minutes)."""
+        lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        head = f"GET {self._prefix}{target} HTTP/1.1\r\n{self._fixed}{lines}\r\n"
+        conn = await self._connect()
+        try:
+            status, answer_headers = await conn.open_stream(head.encode("latin-1"))
+        except BaseException:
+            conn.close()
+            raise
+        return Stream(conn, status, answer_headers)
+
     async def _acquire(self) -> Connection:
         now = time.monotonic()
         while self._idle:
@@ -291,6 +363,9 @@ class Pool:
                 conn.reused = True
                 return conn
             conn.close()
+        return await self._connect()
+
+    async def _connect(self) -> Connection:
         try:
             async with asyncio.timeout(CONNECT_TIMEOUT_S):
                 _, conn = await self._loop.create_connection(
@@ -316,6 +391,26 @@ class Pool:
         idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
+
+
+class Stream:
+    """A streamed answer (``Pool.stream``): its status, then its body; ``close`` drops the
+    connection. Failures are ``Http1Error``s."""
+
+    def __init__(self, conn: Connection, status: int, headers: dict[str, str]) -> None:
+        self._conn = conn
+        self._headers = headers
+        self.status = status
+
+    async def read(self) -> bytes:
+        """The whole body (an error answer's Status)."""
+        return b"".join([piece async for piece in self.chunks()])
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        return self._conn.pieces(self._headers)
+
+    def close(self) -> None:
+        self._conn.close()
 
 
 def _default() -> ssl.SSLContext:

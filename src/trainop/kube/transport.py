@@ -37,6 +37,7 @@ import httpx2
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
+from trainop.kube import http1
 from trainop.kube.http1 import Http1Error, Pool
 
 _TIMEOUT_S = 30.0  # connect and read, as the httpx2 client lightkube configures (30 s)
@@ -165,6 +166,30 @@ class _AiohttpStream:
 
     async def close(self) -> None:
         self._response.close()  # a stream read part-way: its connection is not reused
+
+
+class _LeanStream:
+    """A ``kube.http1`` stream with its failures as ``TransportError``."""
+
+    def __init__(self, stream: http1.Stream) -> None:
+        self._stream = stream
+        self.status = stream.status
+
+    async def read(self) -> bytes:
+        try:
+            return await self._stream.read()
+        except Http1Error as exc:
+            raise TransportError(_describe(exc)) from exc
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._stream.chunks():
+                yield chunk
+        except Http1Error as exc:
+            raise TransportError(_describe(exc)) from exc
+
+    async def close(self) -> None:
+        self._stream.close()
 
 
 class AuthHeader:
@@ -307,6 +332,8 @@ class AiohttpTransport:
             raise TransportError(_describe(exc)) from exc
 
     async def stream(self, path: str, params: dict[str, str]) -> Stream:
+        if not self._proxy:
+            return await self._stream_lean(path, params)
         url = self._url(path, params)
         for attempt in range(2):
             try:
@@ -321,6 +348,18 @@ class AiohttpTransport:
             if response.status != _UNAUTHORIZED or attempt or not await self._auth.renew():
                 return _AiohttpStream(response)
             response.close()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _stream_lean(self, path: str, params: dict[str, str]) -> Stream:
+        target = f"{path}?{urlencode(params)}" if params else path
+        for attempt in range(2):
+            try:
+                stream = await self._lean().stream(target, await self._auth.headers())
+            except Http1Error as exc:
+                raise TransportError(_describe(exc)) from exc
+            if stream.status != _UNAUTHORIZED or attempt or not await self._auth.renew():
+                return _LeanStream(stream)
+            stream.close()
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def close(self) -> None:

@@ -12,9 +12,13 @@ import gzip
 import json
 import zlib
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import pytest
+from lightkube.config.client_adapter import BearerTokenFileAuth
 
+from tests.unit.kube.test_transport import Recorder
+from tests.unit.kube.test_transport import serve as serve_app
 from trainop import errors
 from trainop.kube import http1
 from trainop.kube.http import HttpClient
@@ -245,3 +249,90 @@ def test_the_read_timeout_never_closes_an_idle_kept_connection(
 
     server = serve(lambda request: ok(b"{}"), body)
     assert server.connections == 1
+
+
+def _events(*names: str) -> bytes:
+    return b"".join(
+        json.dumps({"type": "ADDED", "object": {"metadata": {"name": n}}}).encode() + b"\n"
+        for n in names
+    )
+
+
+def stream_server(pieces: list[bytes], *, close: bool = True) -> Callable[..., Awaitable[None]]:
+    """A handler answering one request with ``pieces`` written one by one."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        for piece in pieces:
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(0)  # separate segments where the kernel allows
+        if close:
+            writer.close()
+
+    return handle
+
+
+async def watched(handle: Callable[..., Awaitable[None]]) -> list[str]:
+    listener = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    async with listener:
+        client = HttpClient(AiohttpTransport(f"http://127.0.0.1:{port}"))
+        try:
+            return [str(e.obj["metadata"]["name"]) async for e in client.watch(PODS)]
+        finally:
+            await client.close()
+
+
+def _chunk(data: bytes) -> bytes:
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+def test_a_chunked_watch_stream_yields_every_event_however_split() -> None:
+    body = _events("a", "b\u2028c", "d")
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    # Chunks cut inside events, and writes cut inside chunk headers.
+    wire = head + _chunk(body[:7]) + _chunk(body[7:60]) + _chunk(body[60:]) + b"0\r\n\r\n"
+    pieces = [wire[i : i + 13] for i in range(0, len(wire), 13)]
+    assert asyncio.run(watched(stream_server(pieces, close=False))) == ["a", "b\u2028c", "d"]
+
+
+def test_gzip_and_read_to_close_watch_streams() -> None:
+    zipped = gzip.compress(_events("a", "b"))
+    head = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
+    wire = head + _chunk(zipped[:20]) + _chunk(zipped[20:]) + b"0\r\n\r\n"
+    assert asyncio.run(watched(stream_server([wire], close=False))) == ["a", "b"]
+    to_close = [b"HTTP/1.1 200 OK\r\n\r\n", _events("x"), _events("y")]
+    assert asyncio.run(watched(stream_server(to_close))) == ["x", "y"]
+
+
+def test_a_watch_stream_cut_mid_chunk_is_unreachable() -> None:
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    cut = [head + b"40\r\n" + _events("a")[:10]]
+    with pytest.raises(errors.UnreachableError, match="watch pods: connection closed"):
+        asyncio.run(watched(stream_server(cut)))
+
+
+def test_a_watch_answered_with_an_error_status_raises_it() -> None:
+    status = json.dumps({"kind": "Status", "code": 410, "reason": "Expired", "message": "old"})
+    text = status.encode()
+    gone = f"HTTP/1.1 410 Gone\r\nContent-Length: {len(text)}\r\n\r\n".encode() + text
+    with pytest.raises(errors.GoneError):
+        asyncio.run(watched(stream_server([gone])))
+
+
+def test_a_watch_answered_401_renews_the_token_and_opens_again(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("old\n")
+    recorder = Recorder(token="new")
+
+    async def body(url: str) -> None:
+        client = HttpClient(AiohttpTransport(url, auth=BearerTokenFileAuth(str(token))))
+        await client._transport._auth.headers()  # type: ignore[attr-defined]  # "old" read
+        token.write_text("new\n")  # then rotated
+        names = [str(e.obj["metadata"]["name"]) async for e in client.watch(PODS)]
+        assert names == ["a\u2028b"]
+        await client.close()
+
+    serve_app(recorder, body)
+    assert recorder.authorizations == ["Bearer old", "Bearer new"]
