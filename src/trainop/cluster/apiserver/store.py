@@ -131,8 +131,27 @@ class _Write:
 
 
 def encode(obj: dict[str, Any]) -> bytes:
-    """Serialise an object the one way the store and the HTTP layer both use."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    """Serialise an object the one way the store and the HTTP layer both use: compact, UTF-8,
+    what ``json.dumps(obj, separators=(",", ":"), ensure_ascii=False)`` writes."""
+    if _ENCODE is None:
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    return "".join(_ENCODE(obj, 0)).encode()
+
+
+def _c_encoder() -> Any:
+    """CPython's C encoder, made once: ``json.dumps`` with these options builds a new one
+    per call (a quarter of its time for a pod). No circular-reference check: decoded JSON
+    cannot hold a cycle. None where the C accelerator is missing."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    base = json.JSONEncoder()
+    return make(
+        None, base.default, json.encoder.encode_basestring, None, ":", ",", False, False, True
+    )
+
+
+_ENCODE = _c_encoder()
 
 
 class Store:

@@ -149,3 +149,91 @@ def test_every_patch_of_status_leaves_the_spec_as_stored(
     assert code == 200
     assert "activeDeadlineSeconds" not in again["spec"]
     assert again["status"]["phase"] == "Running"
+
+
+WIDGETS = "/apis/status.example.com/v1/namespaces/default/widgets"
+WIDGET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.status.example.com"},
+    "spec": {
+        "group": "status.example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "required": ["spec"],
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "required": ["image"],
+                                "properties": {"image": {"type": "string"}},
+                            },
+                            "status": {
+                                "type": "object",
+                                "properties": {
+                                    "phase": {"type": "string"},
+                                    "stage": {"type": "string", "default": "new"},
+                                    "count": {"type": "integer", "minimum": 0},
+                                },
+                            },
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def widgets(raw: Client, api: RunningServer) -> str:
+    """The Widget CRD installed (its endpoint served); returns its collection path."""
+    code, body, _ = raw.send(
+        "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", WIDGET_CRD
+    )
+    assert code == 201, body
+    return WIDGETS
+
+
+def _widget(raw: Client, widgets: str) -> str:
+    name = f"w-{uuid.uuid4().hex[:8]}"
+    body = {
+        "apiVersion": "status.example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": name},
+        "spec": {"image": "i"},
+    }
+    code, stored, _ = raw.send("POST", widgets, body)
+    assert code == 201, stored
+    return name
+
+
+def test_a_custom_status_is_judged_by_its_crd_schema(raw: Client, widgets: str) -> None:
+    name = _widget(raw, widgets)
+    path = f"{widgets}/{name}/status"
+    code, status, _ = raw.send("PATCH", path, {"status": {"count": -1}}, MERGE)
+    assert (code, status["reason"]) == (422, "Invalid"), status
+    assert _causes(status) == ["status.count"]
+    body = {"status": {"phase": "Running", "bogus": 1}, "spec": {"image": "changed"}}
+    code, stored, warnings = raw.send("PATCH", path, body, MERGE)
+    assert code == 200, stored
+    assert stored["status"] == {"phase": "Running", "stage": "new"}  # pruned, defaulted
+    assert stored["spec"] == {"image": "i"}
+    assert warnings == ['299 - "unknown field \\"status.bogus\\""']
+
+
+def test_a_null_custom_status_put_to_status_is_dropped(raw: Client, widgets: str) -> None:
+    name = _widget(raw, widgets)
+    code, current, _ = raw.send("GET", f"{widgets}/{name}", None)
+    assert code == 200
+    code, stored, _ = raw.send("PUT", f"{widgets}/{name}/status", {**current, "status": None})
+    assert code == 200, stored
+    assert "status" not in stored  # a null the schema does not allow is dropped, not stored

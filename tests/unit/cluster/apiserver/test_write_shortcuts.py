@@ -5,12 +5,16 @@ decoded copy leaves the stored object alone."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from trainop.cluster.apiserver import store
 from trainop.cluster.apiserver.admission import integers
 from trainop.cluster.apiserver.rest import objects, resources
 
@@ -82,3 +86,42 @@ def test_a_status_update_leaves_the_stored_object_alone() -> None:
     assert repr(old) == before
     assert new["status"] == {"phase": "Succeeded"}
     assert new["spec"] == old["spec"]
+
+
+def _reference_may_hold(value: Any) -> bool:
+    """The question ``may_hold_bad_integer`` answers, asked the plain recursive way."""
+    if isinstance(value, dict):
+        return any(_reference_may_hold(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_reference_may_hold(v) for v in value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return isinstance(value, float) or not -(2**31) <= value <= 2**31 - 1
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**40), max_value=2**40)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(_JSON)
+def test_the_prescan_answers_as_the_plain_walk_does(value: Any) -> None:
+    assert objects.may_hold_bad_integer(value) is _reference_may_hold(value)
+
+
+@given(st.dictionaries(st.text(max_size=4), _JSON | st.text(), max_size=5))
+def test_the_reused_encoder_writes_what_json_dumps_writes(obj: dict[str, Any]) -> None:
+    expected = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    assert store.encode(obj) == expected
+
+
+def test_the_encoder_writes_unicode_as_utf8_and_compactly() -> None:
+    assert store.encode({"a": ["é", 1.5, None, True]}) == '{"a":["é",1.5,null,true]}'.encode()

@@ -46,6 +46,7 @@ from trainop.cluster.apiserver.admission import (
     verdict,
     volumes,
 )
+from trainop.cluster.apiserver.admission.crdschema import CustomSchema
 from trainop.cluster.apiserver.http import status
 from trainop.cluster.apiserver.rest import resources
 from trainop.cluster.apiserver.rest.call import ApiState, Call
@@ -170,6 +171,16 @@ def _status_keys(definition: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(("apiVersion", "kind", "status", *required)))
 
 
+def _custom_keys(schema: CustomSchema | None) -> tuple[str, ...]:
+    """The fields of a custom resource's ``/status`` write that are judged, as
+    ``_schema_view`` picks them for a built-in kind: its metadata (which every kind's rules
+    check), its status and what the root of its CRD schema requires. The rest (a job's
+    replica templates above all) is the stored object's, judged when it was written; the
+    pruning, null-dropping and defaulting of the judged fields are copied back whole."""
+    required = schema.schema.get("required", ()) if schema is not None else ()
+    return tuple(dict.fromkeys(("apiVersion", "kind", "metadata", "status", *required)))
+
+
 def _admit_job(call: Call, obj: dict[str, Any], old: dict[str, Any] | None, name: str) -> None:
     """kube-apiserver's Job rules (``batchjobs``); a new Job's status is dropped."""
     if old is None and call.subresource is None:
@@ -186,15 +197,23 @@ def _admit_custom(
     rt = call.rt
     if state.job_admission and jobsets.judged(call) and old is None:
         jobsets.default(obj)  # JobSet's mutating webhook runs before the schema is checked
+    schema = state.schemas.get((rt.group, rt.version, rt.plural))
+    keys = _custom_keys(schema) if call.subresource == "status" else None
+    view = obj if keys is None else {key: obj[key] for key in keys if key in obj}
     decision = verdict.judge(
-        obj,
-        schema=state.schemas.get((rt.group, rt.version, rt.plural)),
+        view,
+        schema=schema,
         plural=rt.plural,
         field_validation=call.query.get("fieldValidation", verdict.SERVER_DEFAULT_MODE),
         job=job and call.subresource is None,
         old=old,
         namespaced=rt.namespaced,
     )
+    for key in keys or ():  # what preparing the view did to its fields, done to obj
+        if key in view:
+            obj[key] = view[key]
+        else:
+            obj.pop(key, None)
     if decision.unknown_fields:
         raise _strict_error(call, decision.unknown_fields)
     if decision.errors:

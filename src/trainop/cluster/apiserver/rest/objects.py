@@ -73,19 +73,32 @@ def new_uid() -> str:
 def may_hold_bad_integer(obj: Any) -> bool:
     """Whether ``obj`` holds a number that some Go integer field could not decode: a float,
     or an integer outside ``int32``. When False, ``admission.integers.first_bad`` cannot
-    find anything and its (schema-directed, much slower) walk can be skipped."""
+    find anything and its (schema-directed, much slower) walk can be skipped.
+
+    It runs on every write, so it tests the exact types JSON decodes to first (``type(v) is
+    str`` is cheaper than ``isinstance``), and any other type the slow way."""
     low, high = _INT32
-    stack = [obj]
+    stack: list[Any] = [[obj]]
+    pop, push = stack.pop, stack.append
     while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, float) or (
-            isinstance(node, int) and not isinstance(node, bool) and not low <= node <= high
-        ):
-            return True
+        node = pop()
+        for value in node.values() if type(node) is dict else node:
+            kind = type(value)
+            if kind is str or kind is bool or value is None:
+                continue
+            if kind is dict or kind is list:
+                push(value)
+            elif kind is int:
+                if not low <= value <= high:
+                    return True
+            elif kind is float:
+                return True
+            elif isinstance(value, (dict, list)):
+                push(value)
+            elif isinstance(value, float) or (
+                isinstance(value, int) and not isinstance(value, bool) and not low <= value <= high
+            ):
+                return True
     return False
 
 
