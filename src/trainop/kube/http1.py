@@ -1,4 +1,4 @@
-"""A lean HTTP/1.1 client for the API's plain requests: one protocol object per connection.
+"""A lean HTTP/1.1 client for API requests and streams: one protocol object per connection.
 
 Why: every request the operator sends went through aiohttp's ``ClientSession._request`` (a
 request object, a headers multidict, tracing, cookies, the connector, a response object and
@@ -14,8 +14,10 @@ aiohttp's default) is closed rather than reused, and one the server marked ``Con
 close`` is not reused. A request on a reused connection that the server closed before any
 byte of the answer is sent again on a new one when its method is idempotent, as aiohttp does
 (RFC 9112 9.3.1); otherwise it is a failure. Reading stops after ``READ_TIMEOUT_S`` without
-data (aiohttp's ``sock_read``); connecting after ``CONNECT_TIMEOUT_S``. Every failure is an
-``Http1Error``. Pools belong to one event loop (``Pool`` is made per loop by its owner).
+data (aiohttp's ``sock_read``); connecting after ``CONNECT_TIMEOUT_S``. A stream (``Pool.stream``:
+a watch, a log) gets a connection of its own, closed with it, and no read timeout; its body is
+decoded as it arrives. Every failure is an ``Http1Error``. Pools belong to one event loop
+(``Pool`` is made per loop by its owner).
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ the bytes to a ``Transport``; the transport only moves them. Two exist:
   1.2 to 1.5 ms (measured on this machine: 4,000 POSTs of a pod, 4 concurrent tasks, keep-alive),
   which made httpx most of the operator's CPU (docs/benchmarks.md, Controller). Connections are
   kept alive and reused; the session is made on first use, inside the running event loop; a
-  proxy from the environment is looked up once. Without a proxy, plain requests skip aiohttp's
-  request path for ``kube.http1`` (the same request bytes, ~0.1 ms of CPU instead of ~0.2 on
-  the controller benchmark's server, TLS included); streams (watches, logs) and proxied
-  requests stay on aiohttp.
+  proxy from the environment is looked up once. Without a proxy, requests and streams
+  (watches, logs) skip aiohttp's request path for ``kube.http1`` (the same request bytes,
+  ~0.1 ms of CPU per GET instead of ~0.2 on the controller benchmark's server, TLS included);
+  requests through a proxy stay on aiohttp.
   TLS and credentials come from lightkube's reading of the kubeconfig: its ``SSLContext`` (CA,
   client certificate) and its ``httpx2.Auth``, whose flow is asked once for the
   ``Authorization`` header and again after a 401 (a rotated token file, an exec plugin).
