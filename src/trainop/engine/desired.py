@@ -15,7 +15,6 @@ further; ``plan`` decides which of these to create.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from trainop.api.types import Job
@@ -24,6 +23,7 @@ from trainop.engine.actions import Event, Wire
 from trainop.frameworks.base import Framework, PodWording, Replica, containers_of
 from trainop.frameworks.options import FrameworkOptions
 from trainop.frameworks.topology import Topology
+from trainop.frameworks.wirecopy import wire_copy
 
 RESTART_POLICY_WARNING = Event(
     "Warning",
@@ -64,7 +64,7 @@ def pod(
 ) -> tuple[Wire, tuple[Event, ...]]:
     """The pod of ``replica`` and the warnings building it raised."""
     spec = job.spec.replica_specs[replica.type]
-    template = copy.deepcopy(dict(spec.template))
+    template = wire_copy(dict(spec.template))
     body: Wire = {"apiVersion": "v1", "kind": "Pod"}
     body["metadata"] = _pod_metadata(job, framework, replica, template)
     body["spec"] = template.get("spec") or {}

@@ -12,7 +12,6 @@ template); the operator's command line renders a template once at start to refus
 
 from __future__ import annotations
 
-import copy
 import functools
 import re
 from collections.abc import Mapping
@@ -21,6 +20,7 @@ from typing import Any
 import yaml
 
 from trainop import errors
+from trainop.frameworks.wirecopy import wire_copy
 
 _ACTION = re.compile(r"(\s*)\{\{(-\s)?\s*\.(\w+)\s*(\s-)?\}\}(\s*)")
 # libyaml's safe loader when PyYAML has it: the operator renders a template on every reconcile
@@ -46,7 +46,7 @@ def render(template: str, values: Mapping[str, str]) -> list[dict[str, Any]]:
     Raises ``InvalidTemplateError`` when the template uses another action or a field not in
     ``values``, or does not render to a YAML list of containers (mappings with a ``name``).
     """
-    return copy.deepcopy(_rendered(template, tuple(sorted(values.items()))))  # the caller's own
+    return wire_copy(_rendered(template, tuple(sorted(values.items()))))  # the caller's own
 
 
 @functools.lru_cache(maxsize=256)
