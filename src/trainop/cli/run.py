@@ -101,6 +101,7 @@ def run(
     """Run JOB.yaml on this machine with the same controller as a cluster, and follow it."""
     console = Console(highlight=False, soft_wrap=True)
     job, raw = _load(path, namespace=namespace, console=console, limits=limits)
+    job_kind = run_kind(job, shared=keep or state_dir is not None)
     with contextlib.ExitStack() as stack:
         if state_dir is None:
             state_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="trainop-")))
@@ -114,6 +115,7 @@ def run(
                 console=console,
                 limits=limits,
                 runtime=runtime,
+                job_kind=job_kind,
             )
         )
     sys.exit(code)
@@ -163,10 +165,11 @@ async def _session(
     console: Console,
     limits: Limits,
     runtime: str = "process",
+    job_kind: str = "",
 ) -> int:
     stop = signals.StopSignals()
     stop.install()
-    config = ClusterConfig(state_dir=state_dir, limits=limits)
+    config = ClusterConfig(state_dir=state_dir, limits=limits, job_kind=job_kind)
     try:
         choice = await runtimes.choose(runtime, state_dir=state_dir, job=raw)
         if runtime != "process":
@@ -249,6 +252,15 @@ def share_cores(raw: dict[str, Any], environ: MutableMapping[str, str]) -> str:
         f"OMP_NUM_THREADS={environ['OMP_NUM_THREADS']} for each of the {replicas} replicas "
         f"({cpus} CPUs; set OMP_NUM_THREADS to choose)"
     )
+
+
+def run_kind(job: Job | TrainJobManifest, *, shared: bool) -> str:
+    """The one kind a session needs (``ClusterConfig.job_kind``): a kubeflow.org/v1 job's
+    where nobody else reaches the session (its kubeconfig is in a temporary directory and
+    printed only with ``--keep``); "" for every kind where it is ``shared`` (``--keep``, or a
+    ``--state-dir`` whose kubeconfig ``kubectl`` may use to create any kind) and for
+    TrainJobs (Trainer's CRDs, its runtimes, JobSet)."""
+    return "" if shared or isinstance(job, TrainJobManifest) else job.kind
 
 
 def _replica_specs_field(raw: dict[str, Any]) -> str:

@@ -83,6 +83,10 @@ class ClusterConfig:
     limits: Limits = field(default_factory=Limits)
     operator: bool = True  # False: no embedded controller (``local up --no-operator``)
     trainer_runtimes: bool = False  # install the shipped Trainer runtimes (note 133)
+    # ``trainop run`` of a kubeflow.org/v1 job without ``--keep``: the job's kind, the one CRD
+    # installed and the one kind the controller runs (nobody else uses the session: no
+    # Trainer runtimes, no JobSet controller); "" for every kind (``run_kind``)
+    job_kind: str = ""
 
 
 class LocalCluster:
@@ -99,7 +103,7 @@ class LocalCluster:
         cluster_addressing: bool = False,
         container_runtime: Runtime | None = None,
     ) -> None:
-        self._config = config
+        self._config = _narrowed(config)
         self._runtime = container_runtime  # closed on stop, also when the kubelet never ran
         self._cluster_addressing = cluster_addressing  # names and template ports (containers)
         self._kubelet_factory = kubelet
@@ -134,7 +138,7 @@ class LocalCluster:
         await self.server.start()
         try:
             self._client = HttpClient.from_kubeconfig(path=str(self.kubeconfig))
-            await install_crds(self._client)
+            await install_crds(self._client, kind=self._config.job_kind)
             if self._config.trainer_runtimes:
                 await trainer_runtimes.install(self._client)
             if self._scheduler_factory is not None:
@@ -154,8 +158,10 @@ class LocalCluster:
                 asyncio.create_task(kubelet.run(), name="kubelet"),
                 asyncio.create_task(jobs.run(), name="job-controller"),
                 asyncio.create_task(self._provisioner().run(), name="provisioner"),
-                asyncio.create_task(JobSetController(client=self._client, clock=self._clock).run()),
             ]
+            if not self._config.job_kind:  # JobSets only where their CRD is installed
+                jobsets = JobSetController(client=self._client, clock=self._clock)
+                self._tasks.append(asyncio.create_task(jobsets.run(), name="jobset-controller"))
             if self._config.operator:
                 self.manager = Manager(
                     client=self._client,
@@ -215,15 +221,17 @@ class LocalCluster:
         await self.server.stop()
 
 
-async def install_crds(client: Client) -> None:
+async def install_crds(client: Client, *, kind: str = "") -> None:
     """Install the CRD of every kind, or bring an installed one up to this version's schema:
     the kubeflow.org/v1 kinds, Trainer v2's three and JobSet's (so clients can create
-    TrainJobs and JobSets; there is no JobSet controller here yet).
+    TrainJobs and JobSets); with ``kind``, that kind's alone (``ClusterConfig.job_kind``:
+    the 12 CRDs are 4 MB of schemas, ~1 s of the API server's time under load, issue 24).
 
     All at once: the server's group commit then makes the CRD writes durable together. The
     CRDs come from ``crd_cache`` (built once per version of the models, not at every session).
     """
-    await _install_each(client, crd_cache.session_crds())
+    crds = crd_cache.session_crds()
+    await _install_each(client, [c for c in crds if not kind or c["spec"]["names"]["kind"] == kind])
 
 
 async def _install_each(client: Client, definitions: list[dict[str, Any]]) -> None:
@@ -237,6 +245,15 @@ async def _install_crd(client: Client, crd: dict[str, Any]) -> None:
         current = await client.get(CRDS, name=crd["metadata"]["name"])
         crd["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         await client.replace(CRDS, crd)
+
+
+def _narrowed(config: ClusterConfig) -> ClusterConfig:
+    """``config`` for its ``job_kind`` alone (its controller, no Trainer runtimes), as is
+    without one."""
+    if not config.job_kind:
+        return config
+    manager = dataclasses.replace(config.manager, kinds=(config.job_kind,))
+    return dataclasses.replace(config, manager=manager, trainer_runtimes=False)
 
 
 def machine_cluster(
