@@ -5,9 +5,11 @@ request object, a headers multidict, tracing, cookies, the connector, a response
 its stream): about half of the operator's CPU per job (docs/benchmarks.md, Operator CPU). An
 API request needs none of that: this client writes the request line and headers as one
 ``bytes`` (the same method, target, ``Content-Type``, body and the headers aiohttp sends:
-``Host``, ``Accept``, ``Accept-Encoding``, ``User-Agent``, ``Content-Length``) and parses the
-answer itself: ``Content-Length``, chunked or read-to-close bodies, gzip/deflate (the encodings
-it accepts, as aiohttp does), 1xx answers skipped.
+``Host``, ``Accept``, ``Accept-Encoding``, ``User-Agent``, ``Content-Length``). Answers are
+parsed by httptools (llhttp, the C parser uvicorn and Node.js use: status line, headers,
+``Content-Length`` and chunked bodies); what is ours is around it: 1xx answers skipped,
+read-to-close bodies ended at the server's close (httptools has no call for that), HEAD answers
+ended at their headers, gzip/deflate decoding (the encodings it accepts, as aiohttp does).
 
 Connections are kept alive and reused, last in first out; one idle for ``KEEPALIVE_S`` (15 s,
 aiohttp's default) is closed rather than reused, and one the server marked ``Connection:
@@ -30,6 +32,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import cast
 
 from aiohttp.http import SERVER_SOFTWARE
+from httptools import HttpParserError, HttpParserUpgrade, HttpResponseParser
 from yarl import URL
 
 KEEPALIVE_S = 15.0
@@ -37,7 +40,7 @@ READ_TIMEOUT_S = 30.0
 CONNECT_TIMEOUT_S = 30.0
 MAX_HEAD = 64 * 1024  # status line and headers of one answer
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
-_READ = frozenset({"content-length", "transfer-encoding", "content-encoding", "connection"})
+_READ = frozenset({b"content-length", b"transfer-encoding", b"content-encoding"})
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})  # Content-Length: 0 even without a body
 
 
@@ -54,38 +57,118 @@ class _ClosedError(Http1Error):
 
 
 class Connection(asyncio.Protocol):
-    """One connection: buffers what arrives and wakes the one request reading it."""
+    """One connection: feeds what arrives to its answer parser (httptools, llhttp's C
+    parser) and wakes the one request reading it. The parser's callbacks below record the
+    answer being read: its status, the headers read here, body pieces and its end."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._transport: asyncio.Transport | None = None
-        self._buffer = bytearray()
+        self._parser = HttpResponseParser(self)
         self._waiter: asyncio.Future[None] | None = None
         self._closed = False
         self._error: BaseException | None = None
         self._last_data = 0.0
         self._busy = False  # a request is waiting for its answer
+        self._stray = False  # bytes came while no request waited: never reused
         self._timer: asyncio.TimerHandle | None = None
         self.idle_since = 0.0
         self.reused = False
+        self._new_answer(head_only=False)
+
+    def _new_answer(self, *, head_only: bool) -> None:
+        self._head_only = head_only
+        self._started = False  # a byte of this answer came
+        self._head_bytes = 0  # bytes received while the head is incomplete
+        self._header_bytes = 0  # the parsed headers' names and values
+        self._status = 0
+        self._headers: dict[str, str] = {}
+        self._body: list[bytes] = []
+        self._head_done = False
+        self._done = False
+        self._keep = False
+
+    # The parser's callbacks (1xx answers are parsed as messages of their own: skipped).
+
+    def on_message_begin(self) -> None:
+        if self._done:  # bytes past the answer: this connection is not reused
+            self._stray = True
+        self._headers = {}
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._header_bytes += len(name) + len(value)
+        key = name.lower()
+        if key in _READ:  # only the headers read below (an API answer has ~6 others)
+            text, now = key.decode(), value.decode("latin-1").strip()
+            old = self._headers.get(text)
+            self._headers[text] = now if old is None else f"{old}, {now}"
+
+    def on_headers_complete(self) -> None:
+        status = self._parser.get_status_code()
+        if 100 <= status < 200:
+            return
+        if self._header_bytes > MAX_HEAD:
+            return  # not done: data_received fails the answer
+        self._status = status
+        self._head_done = True
+        if self._head_only:  # a HEAD answer's Content-Length announces no body
+            self._done = True
+            self._keep = self._parser.should_keep_alive()
+
+    def on_body(self, body: bytes) -> None:
+        if body:
+            self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        if self._head_done:
+            self._done = True
+            self._keep = self._parser.should_keep_alive()
+
+    # asyncio's protocol callbacks.
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement asyncio's interface without subclassing it.
         self._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
-        self._buffer += data
         self._last_data = self._loop.time()
+        self._started = True
+        if not self._busy:
+            self._stray = True
+        try:
+            self._parser.feed_data(data)
+        except (HttpParserError, HttpParserUpgrade) as exc:
+            self._fail(Http1Error(f"cannot parse the answer: {exc}"))
+            return
+        if not self._head_done:
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD or self._header_bytes > MAX_HEAD:
+                self._fail(Http1Error("answer headers over 64 KiB"))
+                return
         self._wake()
 
     def eof_received(self) -> bool:
-        self._closed = True
-        self._wake()
+        self._at_close()
         return False  # close our side too
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._closed = True
         self._error = self._error or exc  # a read timeout closed it first: keep that
+        self._at_close()
+
+    def _at_close(self) -> None:
+        """The server closed: an answer with neither length nor chunks ends here (httptools
+        ends such a message only at a call it does not expose: llhttp_finish)."""
+        self._closed = True
+        if self._head_done and not self._done and self._error is None:
+            length = "content-length" in self._headers
+            if not length and "chunked" not in self._headers.get("transfer-encoding", "").lower():
+                self._done = True
+                self._keep = False
+        self._wake()
+
+    def _fail(self, error: Exception) -> None:
+        self._error = error
+        self.close()
         self._wake()
 
     def _wake(self) -> None:
@@ -95,8 +178,8 @@ class Connection(asyncio.Protocol):
 
     @property
     def usable(self) -> bool:
-        """Open, with nothing unread (an idle connection with bytes pending is broken)."""
-        return not self._closed and not self._buffer and self._transport is not None
+        """Open, with nothing unread (an idle connection that got bytes is broken)."""
+        return not self._closed and not self._stray and self._transport is not None
 
     def close(self) -> None:
         if self._transport is not None:
@@ -110,15 +193,22 @@ class Connection(asyncio.Protocol):
         """Send ``request``; its answer's status, decoded body and whether to keep this
         connection. Raises ``Http1Error``."""
         assert self._transport is not None
+        self._new_answer(head_only=head_only)
         self._transport.write(request)
         self._last_data = self._loop.time()
         self._busy = True
         if self._timer is None:  # one timer while busy, re-armed every 30 s, not per request
             self._timer = self._loop.call_later(READ_TIMEOUT_S, self._check_timeout)
         try:
-            return await self._answer(head_only=head_only)
+            while not self._done:
+                await self._more()
         finally:
             self._busy = False
+        if head_only:  # the parser may wait for the announced body: a fresh one
+            self._parser = HttpResponseParser(self)
+        body = self._body[0] if len(self._body) == 1 else b"".join(self._body)
+        encoding = self._headers.get("content-encoding", "")
+        return self._status, _decoded(body, encoding), self._keep
 
     def _check_timeout(self) -> None:
         self._timer = None
@@ -128,16 +218,18 @@ class Connection(asyncio.Protocol):
         if idle < READ_TIMEOUT_S:
             self._timer = self._loop.call_later(READ_TIMEOUT_S - idle, self._check_timeout)
             return
-        self._error = TimeoutError(f"no data for {READ_TIMEOUT_S:.0f} s")
-        self.close()
-        self._wake()
+        self._fail(TimeoutError(f"no data for {READ_TIMEOUT_S:.0f} s"))
 
-    async def _more(self, *, started: bool) -> None:
-        if isinstance(self._error, TimeoutError):
-            raise Http1Error(f"timed out reading the answer: {self._error}")
+    async def _more(self) -> None:
+        error = self._error
+        if isinstance(error, TimeoutError):
+            raise Http1Error(f"timed out reading the answer: {error}")
+        if isinstance(error, Http1Error):
+            raise error
         if self._closed:
-            why = f": {self._error}" if self._error else ""
-            raise _ClosedError(f"connection closed by the server{why}", before_answer=not started)
+            why = f": {error}" if error else ""
+            before = not self._started
+            raise _ClosedError(f"connection closed by the server{why}", before_answer=before)
         self._waiter = self._loop.create_future()
         try:
             await self._waiter
@@ -148,131 +240,27 @@ class Connection(asyncio.Protocol):
         """Send ``request``; the status and headers of its answer, whose body ``pieces``
         then reads as it comes (a watch: no read timeout)."""
         assert self._transport is not None
+        self._new_answer(head_only=False)
+        self._busy = True  # for good: a stream's connection is never reused
         self._transport.write(request)
-        while True:
-            status, headers, _ = await self._head()
-            if not 100 <= status < 200:
-                return status, headers
+        while not self._head_done:
+            await self._more()
+        return self._status, self._headers
 
     async def pieces(self, headers: Mapping[str, str]) -> AsyncIterator[bytes]:
         """A streamed answer's body, decoded, in the pieces it arrives in."""
-        encoding = headers.get("content-encoding", "").strip().lower()
-        decoder = _decoder(encoding)
-        async for piece in self._raw_pieces(headers):
-            yield decoder.decompress(piece) if decoder is not None else piece
+        decoder = _decoder(headers.get("content-encoding", "").strip().lower())
+        while True:
+            if self._body:
+                piece = self._body[0] if len(self._body) == 1 else b"".join(self._body)
+                self._body.clear()
+                yield decoder.decompress(piece) if decoder is not None else piece
+            elif self._done:
+                break
+            else:
+                await self._more()
         if decoder is not None and (rest := decoder.flush()):
             yield rest
-
-    async def _raw_pieces(self, headers: Mapping[str, str]) -> AsyncIterator[bytes]:
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            while size := _chunk_size(await self._line()):
-                async for piece in self._up_to(size):
-                    yield piece
-                await self._exactly(2)  # the CRLF after the chunk
-            while await self._line():  # trailers
-                pass
-        elif (length := headers.get("content-length")) is not None:
-            async for piece in self._up_to(_int(length, "Content-Length")):
-                yield piece
-        else:
-            while self._buffer or not self._closed:
-                if not self._buffer:
-                    await self._more(started=True)
-                    continue
-                piece = bytes(self._buffer)
-                self._buffer.clear()
-                yield piece
-
-    async def _up_to(self, size: int) -> AsyncIterator[bytes]:
-        while size:
-            if not self._buffer:
-                await self._more(started=True)
-            piece = bytes(self._buffer[:size])
-            del self._buffer[: len(piece)]
-            size -= len(piece)
-            yield piece
-
-    async def _answer(self, *, head_only: bool) -> tuple[int, bytes, bool]:
-        while True:
-            status, headers, keep = await self._head()
-            if not 100 <= status < 200:
-                break
-        length = headers.get("content-length")
-        if head_only or status in (204, 304):
-            body = b""
-        elif "chunked" in headers.get("transfer-encoding", "").lower():
-            body = await self._chunked()
-        elif length is not None:
-            body = await self._exactly(_int(length, "Content-Length"))
-        else:
-            body, keep = await self._to_close(), False
-        return status, _decoded(body, headers.get("content-encoding", "")), keep
-
-    async def _head(self) -> tuple[int, dict[str, str], bool]:
-        while (end := self._buffer.find(b"\r\n\r\n")) < 0:
-            if len(self._buffer) > MAX_HEAD:
-                raise Http1Error("answer headers over 64 KiB")
-            await self._more(started=bool(self._buffer))
-        head = bytes(self._buffer[:end]).decode("latin-1")
-        del self._buffer[: end + 4]
-        status_line, *lines = head.split("\r\n")
-        version, _, rest = status_line.partition(" ")
-        if not version.startswith("HTTP/1."):
-            raise Http1Error(f"not an HTTP/1 answer: {status_line[:80]!r}")
-        headers: dict[str, str] = {}
-        for line in lines:  # only the headers read below (an API answer has ~6 others)
-            name, _, value = line.partition(":")
-            key = name.strip().lower()
-            if key in _READ:
-                value = value.strip()
-                headers[key] = f"{headers[key]}, {value}" if key in headers else value
-        tokens = {t.strip() for t in headers.get("connection", "").lower().split(",")}
-        keep = "keep-alive" in tokens if version == "HTTP/1.0" else "close" not in tokens
-        return _int(rest[:3], "status"), headers, keep
-
-    async def _exactly(self, size: int) -> bytes:
-        while len(self._buffer) < size:
-            await self._more(started=True)
-        body = bytes(self._buffer[:size])
-        del self._buffer[:size]
-        return body
-
-    async def _line(self) -> bytes:
-        while (end := self._buffer.find(b"\r\n")) < 0:
-            await self._more(started=True)
-        line = bytes(self._buffer[:end])
-        del self._buffer[: end + 2]
-        return line
-
-    async def _chunked(self) -> bytes:
-        parts: list[bytes] = []
-        while size := _chunk_size(await self._line()):
-            parts.append(await self._exactly(size))
-            await self._exactly(2)  # the CRLF after the chunk
-        while await self._line():  # trailers, up to the empty line
-            pass
-        return b"".join(parts)
-
-    async def _to_close(self) -> bytes:
-        while not self._closed:
-            await self._more(started=True)
-        body = bytes(self._buffer)
-        self._buffer.clear()
-        return body
-
-
-def _chunk_size(line: bytes) -> int:
-    return _int(line.split(b";")[0].strip().decode("latin-1"), "chunk size", base=16)
-
-
-def _int(text: str, what: str, *, base: int = 10) -> int:
-    try:
-        value = int(text, base)
-    except ValueError:
-        raise Http1Error(f"bad {what} in the answer: {text[:40]!r}") from None
-    if value < 0:
-        raise Http1Error(f"bad {what} in the answer: {text[:40]!r}")
-    return value
 
 
 def _decoder(encoding: str) -> zlib._Decompress | None:

@@ -336,3 +336,73 @@ def test_a_watch_answered_401_renews_the_token_and_opens_again(tmp_path: Path) -
 
     serve_app(recorder, body)
     assert recorder.authorizations == ["Bearer old", "Bearer new"]
+
+
+def test_a_head_answer_ends_at_its_headers_and_the_connection_is_reused() -> None:
+    def answer(request: bytes) -> bytes:
+        if request.startswith(b"HEAD "):  # the length a GET would have, and no body
+            return b"HTTP/1.1 200 OK\r\nContent-Length: 15\r\n\r\n"
+        return ok(b'{"kind": "Pod"}')
+
+    async def body(url: str, server: RawServer) -> None:
+        pool = http1.Pool(url, False)
+        assert await pool.request("HEAD", "/api/v1/pods", {}, None) == (200, b"")
+        assert await pool.request("GET", "/api/v1/pods", {}, None) == (200, b'{"kind": "Pod"}')
+        assert await pool.request("HEAD", "/api/v1/pods", {}, None) == (200, b"")
+        pool.close()
+
+    server = serve(answer, body)
+    assert len(server.requests) == 3
+    assert server.connections == 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "connections"),
+    [
+        (b"HTTP/1.1 204 No Content\r\n\r\n", 1),  # no body, kept
+        (b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n{}", 3),  # 1.0: closed unless asked
+        (b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\n{}", 1),
+        (ok(b"{}") + b"HTTP/1.1 200 OK\r\n", 3),  # bytes past the answer: not reused
+    ],
+    ids=["204", "http1.0", "http1.0-keep-alive", "stray-bytes"],
+)
+def test_which_answers_leave_the_connection_reusable(answer: bytes, connections: int) -> None:
+    async def body(url: str, server: RawServer) -> None:
+        pool = http1.Pool(url, False)
+        for _ in range(3):
+            status, _ = await pool.request("GET", "/api/v1/pods", {}, None)
+            assert status == int(answer[9:12])
+        pool.close()
+
+    server = serve(lambda request: answer, body)
+    assert server.connections == connections
+
+
+def test_answer_headers_over_64_kib_are_an_error() -> None:
+    huge = b"HTTP/1.1 200 OK\r\n" + b"X-Pad: " + b"p" * (http1.MAX_HEAD + 10) + b"\r\n\r\n"
+
+    async def body(url: str, server: RawServer) -> None:
+        pool = http1.Pool(url, False)
+        with pytest.raises(http1.Http1Error, match="over 64 KiB"):
+            await pool.request("GET", "/api/v1/pods", {}, None)
+        pool.close()
+
+    serve(lambda request: huge, body)
+
+
+def test_a_read_to_close_answer_cut_by_a_parse_error_is_not_completed_at_close() -> None:
+    async def once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n{}")  # garbled length
+        writer.close()
+
+    async def main() -> None:
+        listener = await asyncio.start_server(once, "127.0.0.1", 0)
+        port = listener.sockets[0].getsockname()[1]
+        async with listener:
+            pool = http1.Pool(f"http://127.0.0.1:{port}", False)
+            with pytest.raises(http1.Http1Error, match="cannot parse the answer"):
+                await pool.request("GET", "/api/v1/pods", {}, None)
+            pool.close()
+
+    asyncio.run(main())
