@@ -14,6 +14,7 @@ import zlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import httptools
 import pytest
 from lightkube.config.client_adapter import BearerTokenFileAuth
 
@@ -406,3 +407,21 @@ def test_a_read_to_close_answer_cut_by_a_parse_error_is_not_completed_at_close()
             pool.close()
 
     asyncio.run(main())
+
+
+def test_httptools_never_ends_a_read_to_close_answer_itself() -> None:
+    """Why ``Connection`` ends such an answer at the server's close: the parser completes it
+    at no input, not even at ``feed_data(b"")``."""
+    ends: list[str] = []
+
+    class Calls:
+        def on_message_complete(self) -> None:
+            ends.append("complete")
+
+    parser = httptools.HttpResponseParser(Calls())
+    parser.feed_data(b'HTTP/1.1 200 OK\r\n\r\n{"kind": "Pod"}')
+    parser.feed_data(b"")
+    assert ends == []
+    parser = httptools.HttpResponseParser(Calls())
+    parser.feed_data(ok(b"{}"))  # the same answer with a length ends at its last byte
+    assert ends == ["complete"]
