@@ -13,7 +13,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /build
 # The dependencies in a layer of their own, so a change under src/ reinstalls only trainop.
 COPY pyproject.toml README.md ./
-RUN pip install $(python3 -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"])')
+# (each requirement one argument: a marker such as uvloop's has spaces in it)
+RUN python3 -c 'import subprocess, sys, tomllib; deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]; subprocess.run([sys.executable, "-m", "pip", "install", *deps], check=True)'
 COPY src ./src
 RUN pip install . && rm -rf /build
 
