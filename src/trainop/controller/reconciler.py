@@ -30,6 +30,7 @@ from trainop.api.kinds import KindInfo, kind_info
 from trainop.api.types import CREATED, Job, JobStatus
 from trainop.controller.caches import OwnedObjects
 from trainop.controller.claims import FOREIGN_RECHECK, Claims
+from trainop.controller.defaults_cache import DefaultsCache
 from trainop.controller.metrics import Metrics
 from trainop.controller.topologies import Pending, TopologySource
 from trainop.engine import conditions
@@ -38,7 +39,7 @@ from trainop.engine.actions import Action, Create, Delete, DeleteJob, Event, Pla
 from trainop.engine.observed import Observed
 from trainop.frameworks.base import Framework
 from trainop.frameworks.topology import Topology
-from trainop.kube.client import Client, Obj
+from trainop.kube.client import Client, Obj, unread
 from trainop.kube.clock import Clock
 from trainop.kube.events import EventRecorder, ObjectRef, Source
 from trainop.kube.informer import Informer
@@ -102,6 +103,7 @@ class JobReconciler:
         self._options = options or engine.EngineOptions()
         self._metrics = metrics or Metrics()
         self.claims = Claims(client=client, owned=owned, info=self._info)
+        self.defaults = DefaultsCache()
         self.status_writes = 0
 
     async def reconcile(self, key: str) -> Result:
@@ -113,6 +115,7 @@ class JobReconciler:
             return Result()
         if raw["metadata"].get("deletionTimestamp"):
             self.claims.forget(key)
+            self.defaults.forget(str(raw["metadata"].get("uid", "")))
             return Result()
         if self._delegate is not None and self._delegate.handles(raw):
             return await self._delegate.reconcile(raw)
@@ -125,7 +128,7 @@ class JobReconciler:
         if isinstance(topology, Pending):
             await self._wait_for_topology(raw, job, topology)
             return Result(requeue_after=topology.retry_after)
-        plan = await self._plan(job, observed, topology)
+        plan = await self._plan(self.defaults.defaulted(raw, job), observed, topology)
         deleted = any(isinstance(action, DeleteJob) for action in plan.actions)
         writes_status = not plan.skipped and not deleted  # a deleted job has no status left
         # A terminal status goes first: were the cleanup it triggers (pods, PodGroup) applied
@@ -154,10 +157,11 @@ class JobReconciler:
         return Result(requeue)
 
     async def _plan(self, job: Job, observed: Observed, topology: Topology) -> Plan:
-        """``engine.plan``; for a large job in a worker thread, so that its cost (TF_CONFIG
-        alone is quadratic in replicas) never stalls the event loop, which in local mode the
-        API server and the kubelet share. The plan is pure and the cached objects it reads are
-        replaced, never mutated, by the informers, so the thread sees a stable snapshot."""
+        """``engine.plan`` of the defaulted ``job``; for a large job in a worker thread, so that
+        its cost (TF_CONFIG alone is quadratic in replicas) never stalls the event loop, which in
+        local mode the API server and the kubelet share. The plan is pure and the cached objects
+        it reads are replaced, never mutated, by the informers, so the thread sees a stable
+        snapshot."""
         call = functools.partial(
             engine.plan,
             job,
@@ -166,6 +170,7 @@ class JobReconciler:
             topology,
             self._clock.now(),
             options=self._options,
+            defaulted=True,
         )
         if replica_total(job) <= OFFLOAD_REPLICAS:
             return call()
@@ -262,10 +267,12 @@ async def send_child_action(
     delete it. Errors are the caller's to handle."""
     if isinstance(action, Create):
         resource = resource_for(api_version=action.body["apiVersion"], kind=action.kind)
-        await client.create(resource, action.body, namespace=namespace)
+        await unread(client).create(resource, action.body, namespace=namespace)
     elif isinstance(action, Update):
         resource = resource_for(api_version=action.body["apiVersion"], kind=action.kind)
-        await client.patch(resource, name=action.name, namespace=namespace, patch=action.body)
+        await unread(client).patch(
+            resource, name=action.name, namespace=namespace, patch=action.body
+        )
     else:
         resource = resource_for(api_version=action.api_version, kind=action.kind)
         await client.delete(resource, name=action.name, namespace=namespace)
@@ -275,6 +282,6 @@ async def replace_status(client: Client, resource: Resource, raw: Obj, status: J
     """Writes ``status`` through the status subresource of the job ``raw`` (of ``resource``)."""
     body = dict(raw)  # a shallow copy: the cached job is only read, and sent as it is
     body["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
-    await client.replace(
+    await unread(client).replace(
         resource, body, namespace=raw["metadata"].get("namespace"), subresource="status"
     )

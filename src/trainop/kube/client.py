@@ -115,3 +115,42 @@ class Client(Protocol):
     async def close(self) -> None:
         """Release connections."""
         ...
+
+
+def unread(client: Client) -> Client:
+    """``client`` for writes whose answers the caller throws away (issue 24 item 2).
+
+    A client that has an ``unread()`` method returns a view sharing its connections whose
+    ``create``, ``patch`` and ``replace`` return ``{}`` on success: ``kube.http`` then skips
+    decoding the answer's JSON (errors are still decoded and raised as ever), and the fake
+    client hands back ``{}`` so that tests catch a caller that reads it. A client without one
+    (a test's wrapper) is returned as it is. The requests sent do not change.
+    """
+    view = getattr(client, "unread", None)
+    return client if view is None else view()
+
+
+class UnreadWrites:
+    """A ``Client`` whose writes return ``{}``: the fake client's ``unread()`` view."""
+
+    def __init__(self, inner: Client) -> None:
+        self._inner = inner
+        self.get = inner.get
+        self.list = inner.list
+        self.delete = inner.delete
+        self.watch = inner.watch
+        self.close = inner.close
+
+    async def create(self, resource: Resource, obj: Obj, *, namespace: str | None = None) -> Obj:
+        await self._inner.create(resource, obj, namespace=namespace)
+        return {}
+
+    async def patch(self, resource: Resource, **kwargs: Any) -> Obj:
+        await self._inner.patch(resource, **kwargs)
+        return {}
+
+    async def replace(
+        self, resource: Resource, obj: Obj, *, namespace: str | None = None, subresource: str = ""
+    ) -> Obj:
+        await self._inner.replace(resource, obj, namespace=namespace, subresource=subresource)
+        return {}
