@@ -1,7 +1,7 @@
 """The container runtime's image look-ups, once per session (issue 24 item 5).
 ``images.Inspected``: a present image is inspected once however many containers start from
 it, also when they start at once; an absent one is asked about at every start, so its errors
-stay kubelet's."""
+stay kubelet's. The holders' pause image is looked for at ``open``, not on a pod's path."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from trainop.cluster.kubelet.runtimes import containercli, images
-from trainop.cluster.kubelet.runtimes.runtime import StartError
+from trainop.cluster.kubelet.runtimes import containercli, containers, images
+from trainop.cluster.kubelet.runtimes.runtime import StartError, Target, no_report
 
 FAKE = """#!/bin/sh
 printf '%s\\n' "$*" >> "{log}"
@@ -78,3 +78,31 @@ def test_an_absent_image_still_fails_each_start(tmp_path: Path, policy: str) -> 
         reasons.append(caught.value.reason)
     expected = "ErrImageNeverPull" if policy == "Never" else "ErrImagePull"
     assert reasons == [expected, expected]
+
+
+def test_open_looks_for_the_pause_image_once_and_the_first_pod_asks_no_more(
+    tmp_path: Path,
+) -> None:
+    """The holders' image is found while the runtime opens (with the API server's start),
+    not on the first pod's path; the pod's ``prepare`` then makes no ``image exists`` call."""
+    log = tmp_path / "calls.log"
+    binary = tmp_path / "podman"
+    script = '#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\n'
+    script += 'case "$*" in *"inspect --format json -- trainop-s4-default-p_pod"*)\n'
+    script += '  echo \'[{{"NetworkSettings": {{"Networks": {{"trainop-s4": '
+    script += '{{"IPAddress": "10.89.0.9"}}}}}}}}]\' ;; esac\n'
+    binary.write_text(script.format(log=log))
+    binary.chmod(stat.S_IRWXU)
+    podman = containercli.Podman(tmp_path / "state", binary=str(binary))
+    runtime = containers.ContainerRuntime(podman, session="s4")
+    target = Target("default", "p", "uid", "c", "p")
+
+    def pause_lookups() -> int:
+        lines = log.read_text().splitlines()
+        return len([line for line in lines if line.endswith(f"-- {images.PAUSE_IMAGE}")])
+
+    asyncio.run(runtime.open())
+    assert runtime.network == "trainop-s4"
+    assert pause_lookups() == 1
+    assert asyncio.run(runtime.prepare(target, {"containers": [{"name": "c"}]}, no_report))
+    assert pause_lookups() == 1

@@ -151,8 +151,8 @@ class ContainerRuntime:
             self._network.adopting = True
         await self.reap_stale()
         self.exec_dir = _exec_dir(self._cli.state_dir, keep=bool(adopted))
-        if self._want_network:
-            await self._network.create()
+        if self._want_network:  # the holders' image meanwhile: off the first pod's path
+            await asyncio.gather(self._network.create(), self._network.pause_image())
 
     async def close(self) -> None:
         """Remove every container and the network of this session (once: the kubelet and the
