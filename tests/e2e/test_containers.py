@@ -630,12 +630,10 @@ def test_mpi_launcher_starts_its_ranks_in_the_worker_containers(
     assert MPI_PROOF.findall(output) == [f"{job}-worker-0,{job}-worker-1"], output
     if agent is not None:
         # kubexec.sh's ``set -x`` shows the agent it runs per worker; the two workers' traces
-        # share the launcher's stderr and may interleave word by word (seen in CI), so the
-        # check is on the traced words: the agent once per worker, with each worker's name
-        traced = [line.split() for line in output.splitlines() if agent in line]
-        words = [word for line in traced for word in line]
-        assert words.count(agent) >= 2, output
-        assert {f"{job}-worker-0", f"{job}-worker-1"} <= set(words), output
+        # share the launcher's stderr and interleave word by word, even inside a word (seen:
+        # ``execclient.pypython3``), so the check counts the agent's path in the text: once per
+        # worker at least (the proof line above shows a rank on each worker)
+        assert output.count(agent) >= 2, output
     assert output.splitlines()[-1].endswith("Succeeded")
 
 
