@@ -30,7 +30,6 @@ from trainop.api.kinds import KindInfo, kind_info
 from trainop.api.types import CREATED, Job, JobStatus
 from trainop.controller.caches import OwnedObjects
 from trainop.controller.claims import FOREIGN_RECHECK, Claims
-from trainop.controller.defaults_cache import DefaultsCache
 from trainop.controller.metrics import Metrics
 from trainop.controller.topologies import Pending, TopologySource
 from trainop.engine import conditions
@@ -103,7 +102,6 @@ class JobReconciler:
         self._options = options or engine.EngineOptions()
         self._metrics = metrics or Metrics()
         self.claims = Claims(client=client, owned=owned, info=self._info)
-        self.defaults = DefaultsCache()
         self.status_writes = 0
 
     async def reconcile(self, key: str) -> Result:
@@ -115,7 +113,6 @@ class JobReconciler:
             return Result()
         if raw["metadata"].get("deletionTimestamp"):
             self.claims.forget(key)
-            self.defaults.forget(str(raw["metadata"].get("uid", "")))
             return Result()
         if self._delegate is not None and self._delegate.handles(raw):
             return await self._delegate.reconcile(raw)
@@ -128,7 +125,7 @@ class JobReconciler:
         if isinstance(topology, Pending):
             await self._wait_for_topology(raw, job, topology)
             return Result(requeue_after=topology.retry_after)
-        plan = await self._plan(self.defaults.defaulted(raw, job), observed, topology)
+        plan = await self._plan(job, observed, topology)
         deleted = any(isinstance(action, DeleteJob) for action in plan.actions)
         writes_status = not plan.skipped and not deleted  # a deleted job has no status left
         # A terminal status goes first: were the cleanup it triggers (pods, PodGroup) applied
@@ -157,11 +154,10 @@ class JobReconciler:
         return Result(requeue)
 
     async def _plan(self, job: Job, observed: Observed, topology: Topology) -> Plan:
-        """``engine.plan`` of the defaulted ``job``; for a large job in a worker thread, so that
-        its cost (TF_CONFIG alone is quadratic in replicas) never stalls the event loop, which in
-        local mode the API server and the kubelet share. The plan is pure and the cached objects
-        it reads are replaced, never mutated, by the informers, so the thread sees a stable
-        snapshot."""
+        """``engine.plan``; for a large job in a worker thread, so that its cost (TF_CONFIG
+        alone is quadratic in replicas) never stalls the event loop, which in local mode the
+        API server and the kubelet share. The plan is pure and the cached objects it reads are
+        replaced, never mutated, by the informers, so the thread sees a stable snapshot."""
         call = functools.partial(
             engine.plan,
             job,
@@ -170,7 +166,6 @@ class JobReconciler:
             topology,
             self._clock.now(),
             options=self._options,
-            defaulted=True,
         )
         if replica_total(job) <= OFFLOAD_REPLICAS:
             return call()

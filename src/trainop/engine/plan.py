@@ -46,14 +46,9 @@ def plan(
     now: datetime,
     *,
     options: EngineOptions | None = None,
-    defaulted: bool = False,
 ) -> Plan:
-    """Everything to do for ``job`` given what was observed at ``now`` (inputs not mutated).
-
-    ``defaulted``: ``job`` already has its defaults applied (the controller keeps them per
-    spec: ``controller.defaults_cache``), so they are not applied again."""
-    if not defaulted:
-        job = apply_defaults(job)
+    """Everything to do for ``job`` given what was observed at ``now`` (inputs not mutated)."""
+    job = apply_defaults(job)
     current = job.status or JobStatus()
     if job.run_policy.managed_by not in (None, MANAGED_BY_TRAINING_OPERATOR):
         return Plan((), current, skipped=True)
