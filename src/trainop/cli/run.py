@@ -18,7 +18,6 @@ import os
 import sys
 import tempfile
 from collections.abc import MutableMapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -171,9 +170,10 @@ async def _session(
     stop = signals.StopSignals()
     stop.install()
     config = ClusterConfig(state_dir=state_dir, limits=limits, job_kind=job_kind)
-    said = _Said(console, quiet=runtime == "process")  # the runtime's line, first
     try:
-        choice = said.choice = await runtimes.chosen(runtime, state_dir=state_dir, job=raw)
+        choice = await runtimes.choose(runtime, state_dir=state_dir, job=raw)
+        if runtime != "process":
+            console.print(choice.line, style="dim")
         shared = (
             os.environ if choice.runtime is None else getattr(choice.runtime, "default_env", None)
         )
@@ -182,7 +182,6 @@ async def _session(
             config, working_dir=Path.cwd(), container_runtime=choice.runtime
         )
         async with cluster_of as cluster:
-            said.say(opened=True)  # the cluster opened the runtime while its server started
             if threads:  # said once the cluster is up: a failed start stays one line
                 console.print(threads, style="dim")
             namespace = _namespace(job)
@@ -221,35 +220,15 @@ async def _session(
     except asyncio.CancelledError:  # a signal during start-up or shutdown: nothing to delete
         if stop.exit_code is None:
             raise
-        said.say(opened=False)
         console.print("interrupted: the local cluster stopped", style="yellow")
         return stop.exit_code
     except errors.TrainopError as exc:
-        said.say(opened=False)
         console.print(f"error: {exc}", style="bold red")
         return EXIT_FAILED
     except OSError as exc:  # e.g. no space left for the store: one line, not a traceback
-        said.say(opened=False)
         reason = exc.strerror or str(exc)
         console.print(f"error: the local cluster in {state_dir}: {reason}", style="bold red")
         return EXIT_FAILED
-
-
-@dataclass(slots=True)
-class _Said:
-    """The runtime's line (``runtimes.Choice.line``), printed once and first: with its
-    network once the cluster has opened the runtime, without it where the start failed."""
-
-    console: Console
-    quiet: bool  # host processes: no line
-    choice: runtimes.Choice | None = None
-
-    def say(self, *, opened: bool) -> None:
-        if self.quiet or self.choice is None:
-            return
-        self.quiet = True
-        line = runtimes.described(self.choice).line if opened else self.choice.line
-        self.console.print(line, style="dim")
 
 
 def share_cores(raw: dict[str, Any], environ: MutableMapping[str, str]) -> str:

@@ -38,7 +38,7 @@ from trainop.engine.actions import Action, Create, Delete, DeleteJob, Event, Pla
 from trainop.engine.observed import Observed
 from trainop.frameworks.base import Framework
 from trainop.frameworks.topology import Topology
-from trainop.kube.client import Client, Obj, unread
+from trainop.kube.client import Client, Obj
 from trainop.kube.clock import Clock
 from trainop.kube.events import EventRecorder, ObjectRef, Source
 from trainop.kube.informer import Informer
@@ -262,12 +262,10 @@ async def send_child_action(
     delete it. Errors are the caller's to handle."""
     if isinstance(action, Create):
         resource = resource_for(api_version=action.body["apiVersion"], kind=action.kind)
-        await unread(client).create(resource, action.body, namespace=namespace)
+        await client.create(resource, action.body, namespace=namespace)
     elif isinstance(action, Update):
         resource = resource_for(api_version=action.body["apiVersion"], kind=action.kind)
-        await unread(client).patch(
-            resource, name=action.name, namespace=namespace, patch=action.body
-        )
+        await client.patch(resource, name=action.name, namespace=namespace, patch=action.body)
     else:
         resource = resource_for(api_version=action.api_version, kind=action.kind)
         await client.delete(resource, name=action.name, namespace=namespace)
@@ -277,6 +275,6 @@ async def replace_status(client: Client, resource: Resource, raw: Obj, status: J
     """Writes ``status`` through the status subresource of the job ``raw`` (of ``resource``)."""
     body = dict(raw)  # a shallow copy: the cached job is only read, and sent as it is
     body["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
-    await unread(client).replace(
+    await client.replace(
         resource, body, namespace=raw["metadata"].get("namespace"), subresource="status"
     )

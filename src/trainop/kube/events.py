@@ -38,7 +38,7 @@ import uuid
 from dataclasses import dataclass
 
 from trainop import errors
-from trainop.kube.client import Client, Obj, unread
+from trainop.kube.client import Client, Obj
 from trainop.kube.clock import Clock
 from trainop.kube.resources import EVENTS
 
@@ -256,7 +256,7 @@ class EventRecorder:
         namespace = body["metadata"]["namespace"]
         try:
             if not await self._aggregated(key, body):
-                await unread(self._client).create(EVENTS, body, namespace=namespace)
+                await self._client.create(EVENTS, body, namespace=namespace)
                 if self._aggregate:
                     self._stored[key] = _Stored(body["metadata"]["name"], 1)
         except errors.ApiError as exc:
@@ -282,9 +282,7 @@ class EventRecorder:
         patch = {"count": stored.count, "lastTimestamp": body["lastTimestamp"]}
         namespace = body["metadata"]["namespace"]
         try:
-            await unread(self._client).patch(
-                EVENTS, name=stored.name, namespace=namespace, patch=patch
-            )
+            await self._client.patch(EVENTS, name=stored.name, namespace=namespace, patch=patch)
         except errors.NotFoundError:
             self._stored.pop(key, None)
             return False

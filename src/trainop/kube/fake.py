@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from trainop import errors
 from trainop.kube import selectors
-from trainop.kube.client import JsonPatch, Obj, ObjectList, PatchType, UnreadWrites, WatchEvent
+from trainop.kube.client import JsonPatch, Obj, ObjectList, PatchType, WatchEvent
 from trainop.kube.patches import merge_patch
 from trainop.kube.resources import Resource
 
@@ -72,11 +72,6 @@ class FakeClient:
     def compact(self) -> None:
         """Forget the watch history, so resuming from any older version gets 410 Gone."""
         self._history.clear()
-
-    def unread(self) -> UnreadWrites:
-        """A view whose writes return ``{}`` (``kube.client.unread``): a caller that reads the
-        answer of a write it declared unread sees nothing in tests."""
-        return UnreadWrites(self)
 
     @property
     def resource_version(self) -> str:

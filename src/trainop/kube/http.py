@@ -19,7 +19,6 @@ answer's headers (``rest_client_request_duration_seconds``).
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from collections.abc import AsyncIterator, Callable
@@ -70,8 +69,6 @@ class HttpClient:
         self._on_request = on_request
         self._on_response = on_response
         self._host = self._transport.host
-        self._decode_writes = True
-        self._unread: HttpClient | None = None
 
     @classmethod
     def from_kubeconfig(
@@ -97,17 +94,6 @@ class HttpClient:
             str(params["base_url"]), ssl_context=params["verify"], auth=params["auth"]
         )
         return cls(transport, on_request=on_request, on_response=on_response)
-
-    def unread(self) -> HttpClient:
-        """A view sharing these connections whose ``create``, ``patch`` and ``replace`` return
-        ``{}`` without decoding a successful answer (``kube.client.unread``): for callers that
-        throw the answer away. Requests, hooks and error mapping are this client's."""
-        if self._unread is None:
-            view = copy.copy(self)
-            view._decode_writes = False
-            view._unread = view
-            self._unread = view
-        return self._unread
 
     async def get(
         self, resource: Resource, *, name: str, namespace: str | None = None, subresource: str = ""
@@ -142,9 +128,7 @@ class HttpClient:
     async def create(self, resource: Resource, obj: Obj, *, namespace: str | None = None) -> Obj:
         namespace = namespace or obj.get("metadata", {}).get("namespace")
         path = resource.path(namespace=namespace)
-        return await self._call(
-            "create", resource, "POST", path, body=obj, decode=self._decode_writes
-        )
+        return await self._call("create", resource, "POST", path, body=obj)
 
     async def patch(
         self,
@@ -162,14 +146,7 @@ class HttpClient:
         headers = {"Content-Type": _PATCH_CONTENT_TYPES[patch_type]}
         params = _params(fieldManager=field_manager, force="true" if force else "")
         return await self._call(
-            "patch",
-            resource,
-            "PATCH",
-            path,
-            body=patch,
-            headers=headers,
-            params=params or None,
-            decode=self._decode_writes,
+            "patch", resource, "PATCH", path, body=patch, headers=headers, params=params or None
         )
 
     async def bind(self, *, name: str, namespace: str, node: str, uid: str = "") -> None:
@@ -187,9 +164,7 @@ class HttpClient:
         path = resource.path(
             namespace=namespace or meta.get("namespace"), name=meta["name"], subresource=subresource
         )
-        return await self._call(
-            "update", resource, "PUT", path, body=obj, decode=self._decode_writes
-        )
+        return await self._call("update", resource, "PUT", path, body=obj)
 
     async def delete(
         self,
@@ -286,7 +261,6 @@ class HttpClient:
         body: object = None,
         params: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
-        decode: bool = True,
     ) -> Obj:
         self._on_request(verb, resource.plural)
         content = json.dumps(body).encode() if body is not None else None
@@ -300,8 +274,6 @@ class HttpClient:
             self._answered("<error>", method, started)
             raise errors.UnreachableError(f"{verb} {resource.plural}: {exc}") from exc
         self._answered(str(answer.status), method, started)
-        if not decode and answer.status < 400:
-            return {}  # the caller throws the answer away (``unread``): not worth decoding
         decoded = _json(answer.body)
         if answer.status >= 400:
             raise error_from_status(answer.status, decoded, what=f"{verb} {path}")

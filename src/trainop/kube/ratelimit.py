@@ -11,15 +11,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from trainop.kube.client import (
-    Client,
-    JsonPatch,
-    Obj,
-    ObjectList,
-    PatchType,
-    WatchEvent,
-    unread,
-)
+from trainop.kube.client import Client, JsonPatch, Obj, ObjectList, PatchType, WatchEvent
 from trainop.kube.resources import Resource
 
 
@@ -59,10 +51,6 @@ class RateLimitedClient:
     def __init__(self, inner: Client, bucket: TokenBucket) -> None:
         self._inner = inner
         self._bucket = bucket
-
-    def unread(self) -> RateLimitedClient:
-        """The same bucket over ``inner``'s unread view (``kube.client.unread``)."""
-        return RateLimitedClient(unread(self._inner), self._bucket)
 
     async def get(self, resource: Resource, *, name: str, namespace: str | None = None) -> Obj:
         await self._bucket.take()

@@ -42,14 +42,12 @@ async def choose(
     """The runtime for ``kind``, opened (``errors.TrainopError`` when podman was asked for and
     does not work); ``keep``: containers outlive this session and the next one on the same
     state directory re-attaches to them (``trainop local up``'s daemon, note 120)."""
-    return await opened(await chosen(kind, state_dir=state_dir, job=job, keep=keep))
+    return await opened(await _choose(kind, state_dir=state_dir, job=job, keep=keep))
 
 
-async def chosen(
-    kind: str, *, state_dir: Path, job: dict[str, Any] | None = None, keep: bool = False
+async def _choose(
+    kind: str, *, state_dir: Path, job: dict[str, Any] | None, keep: bool = False
 ) -> Choice:
-    """The runtime for ``kind``, not yet opened (``trainop run``: the local cluster opens it
-    while its API server starts, issue 24); ``described`` once it is open."""
     if kind == "process":
         return Choice(None, "process", "containers run as host processes")
     if kind in CONTAINER_RUNTIMES:
@@ -85,14 +83,6 @@ async def opened(choice: Choice) -> Choice:
     if choice.runtime is None:
         return choice
     await choice.runtime.open()
-    return described(choice)
-
-
-def described(choice: Choice) -> Choice:
-    """``choice`` of an opened runtime with the line saying which network the containers
-    use."""
-    if choice.runtime is None:
-        return choice
     where = "a network of their own" if choice.runtime.addresses_by_name else "host network"
     return Choice(choice.runtime, choice.name, f"{choice.why}; {where}")
 

@@ -1,12 +1,10 @@
 """A local session in one process: the embedded cluster (``trainop.cluster``) and the operator.
 
 ``LocalCluster`` is what ``trainop run`` and ``trainop local up`` start. Order: the API server
-(state in ``state_dir``; a kubeconfig is written for any client) and, at the same time, the
-container runtime's opening (whose network sets the operator's addressing), the job kinds'
-CRDs (installed or updated), then the controller — the same ``Manager`` as ``trainop
-operator``, with the local topology (loopback ports, ``local.topology``) — and a kubelet that
-runs pods: the kubelet (host processes or containers) for real jobs, or the simulated one.
-``async with
+(state in ``state_dir``; a kubeconfig is written for any client), the job kinds' CRDs (installed or
+updated), then the controller — the same ``Manager`` as ``trainop operator``, with the local
+topology (loopback ports, ``local.topology``) — and a kubelet that runs pods: the kubelet
+(host processes or containers) for real jobs, or the simulated one. ``async with
 LocalCluster(...)`` returns once the controller's caches have synced; leaving stops the kubelet
 first (its processes are terminated), then the controller, then the server. With
 ``ClusterConfig.operator`` off (``trainop local up --no-operator``) there is no controller: the
@@ -104,14 +102,10 @@ class LocalCluster:
         scheduler: SchedulerFactory | None = None,
         cluster_addressing: bool = False,
         container_runtime: Runtime | None = None,
-        addressing: Callable[[bool], FrameworkOptions] | None = None,
     ) -> None:
         self._config = _narrowed(config)
         self._runtime = container_runtime  # closed on stop, also when the kubelet never ran
         self._cluster_addressing = cluster_addressing  # names and template ports (containers)
-        # With a container runtime: the operator's frameworks for its addressing, known once
-        # the runtime is open (``_opened``), which it does while the API server starts.
-        self._addressing = addressing
         self._kubelet_factory = kubelet
         self._scheduler_factory = scheduler
         self._clock = clock or LoopClock()
@@ -141,18 +135,8 @@ class LocalCluster:
         return self._client
 
     async def __aenter__(self) -> LocalCluster:
-        opening = asyncio.create_task(self._open_runtime(), name="runtime-open")
+        await self.server.start()
         try:
-            await self.server.start()
-        except BaseException:
-            opening.cancel()
-            with contextlib.suppress(BaseException):
-                await opening
-            if self._runtime is not None:
-                await self._runtime.close()
-            raise
-        try:
-            await opening
             self._client = HttpClient.from_kubeconfig(path=str(self.kubeconfig))
             await install_crds(self._client, kind=self._config.job_kind)
             if self._config.trainer_runtimes:
@@ -195,21 +179,6 @@ class LocalCluster:
             await self._stop()
             raise
         return self
-
-    async def _open_runtime(self) -> None:
-        """Open the container runtime (its listings and network: ~0.5 s of podman calls,
-        issue 24) while the API server starts, then set the addressing it allows."""
-        if self._runtime is None:
-            return
-        await self._runtime.open()
-        if self._addressing is None:
-            return
-        by_name = self._runtime.addresses_by_name
-        self._cluster_addressing = by_name
-        manager = self._config.manager
-        engine = dataclasses.replace(manager.engine, frameworks=self._addressing(by_name))
-        manager = dataclasses.replace(manager, engine=engine)
-        self._config = dataclasses.replace(self._config, manager=manager)
 
     def _provisioner(self) -> LocalProvisioner:
         """Claims bound to directories of the state, gone with it (note 132)."""
@@ -311,10 +280,10 @@ def machine_cluster(
     engine = config.manager.engine
     ssh = config.state_dir / "bin" / "ssh"
     frameworks = dataclasses.replace(local_frameworks(engine.frameworks), mpi_ssh_command=str(ssh))
-    addressing = None
     if container_runtime is not None:  # no init container to wait for DNS: names resolve
-        addressing = _container_addressing(engine.frameworks)
-        frameworks = addressing(container_runtime.addresses_by_name)  # set again once open
+        frameworks = container_frameworks(
+            engine.frameworks, by_name=container_runtime.addresses_by_name
+        )
     local_engine = dataclasses.replace(engine, frameworks=frameworks)
     kinds = config.manager.kinds or (*REGISTRY, TRAINJOB)  # TrainJobs too (note 133)
     config = dataclasses.replace(
@@ -359,20 +328,9 @@ def machine_cluster(
         scheduler=scheduler,
         cluster_addressing=container_runtime is not None and container_runtime.addresses_by_name,
         container_runtime=container_runtime,
-        addressing=addressing,
     )
     _write_ssh_wrapper(ssh)
     return cluster
-
-
-def _container_addressing(options: FrameworkOptions) -> Callable[[bool], FrameworkOptions]:
-    """The operator's frameworks for containers that do (or do not) reach each other by
-    name: ``LocalCluster`` asks once the runtime is open."""
-
-    def frameworks(by_name: bool) -> FrameworkOptions:
-        return container_frameworks(options, by_name=by_name)
-
-    return frameworks
 
 
 def _write_ssh_wrapper(path: Path) -> None:

@@ -111,7 +111,6 @@ class ContainerRuntime:
         self._controllers_asked = False
         self._controllers_lock = asyncio.Lock()
         self._named: set[str] = set()  # container names this session has run
-        self._images = images.Inspected(cli)  # one ``image inspect`` per present image
         # Variables every container gets unless its own env names them (``trainop run``'s
         # OMP_NUM_THREADS share of the CPUs, as for host processes).
         self.default_env: dict[str, str] = {}
@@ -139,8 +138,7 @@ class ContainerRuntime:
 
     async def open(self) -> None:
         """Write the configuration, reap an earlier session's leftovers, make the network
-        (once: the local cluster opens it while its API server starts, to know its
-        addressing before the operator starts; ``trainop local up`` before the cluster)."""
+        (once: ``runtimes.choose`` opens it before the cluster, to know its addressing)."""
         if self._opened:
             return
         self._opened = True
@@ -151,8 +149,8 @@ class ContainerRuntime:
             self._network.adopting = True
         await self.reap_stale()
         self.exec_dir = _exec_dir(self._cli.state_dir, keep=bool(adopted))
-        if self._want_network:  # the holders' image meanwhile: off the first pod's path
-            await asyncio.gather(self._network.create(), self._network.pause_image())
+        if self._want_network:
+            await self._network.create()
 
     async def close(self) -> None:
         """Remove every container and the network of this session (once: the kubelet and the
@@ -267,10 +265,10 @@ class ContainerRuntime:
         """Have the image (kubelet's image events) and check the container against it: the
         argv to run and the image's user (``StartError`` for a refusal or no command)."""
         policy = images.pull_policy(launch.spec)
-        found = await self._images.get(image)  # {}: not here (what ``image exists`` says)
+        found = await images.inspect(self._cli, image)  # {}: not here (what ``image exists`` says)
         pulled_in = await images.ensure(self._cli, image, policy, report, present=bool(found))
         if pulled_in is not None:
-            found = await self._images.get(image, fresh=True)
+            found = await images.inspect(self._cli, image)
         config = images.config_of(found)
         if pulled_in is not None:  # kubelet's event once the pulled image is there
             message = images.pulled_message(image, pulled_in, images.size_of(found))

@@ -1,6 +1,5 @@
 """A container's image as kubelet treats it (note 095): pull policy, the pull and its events,
-the image's config (``Inspected``: once per image and session) and its entrypoint and cmd,
-and the pod holders' pause image.
+the image's config and its entrypoint and cmd, and the pod holders' pause image.
 
 ``ensure`` has the image as ``imagePullPolicy`` says (a ``StartError`` with ``image=`` when it
 cannot be had: ``ErrImageNeverPull``, ``ErrImagePull``), reporting kubelet's events
@@ -74,31 +73,6 @@ async def ensure(
 async def inspect(cli: containercli.Cli, image: str) -> Mapping[str, Any]:
     """The image as ``image inspect`` shows it ({} when unknown)."""
     return containercli.first_object(await cli.json("image", *cli.inspect_words(image)))
-
-
-class Inspected:
-    """``image inspect`` answers of one session, by image: a present image is inspected
-    once, not at every container start (issue 24: three replicas of one image made three
-    calls); an absent one is asked again each time, so ``ensure``'s errors and pulls stay.
-    Starts that ask at once share one call."""
-
-    def __init__(self, cli: containercli.Cli) -> None:
-        self._cli = cli
-        self._found: dict[str, Mapping[str, Any]] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
-
-    async def get(self, image: str, *, fresh: bool = False) -> Mapping[str, Any]:
-        """The image as ``inspect`` shows it ({} when unknown); ``fresh``: asked again
-        (after a pull, which may have replaced it)."""
-        async with self._locks.setdefault(image, asyncio.Lock()):
-            found = None if fresh else self._found.get(image)
-            if found is None:
-                found = await inspect(self._cli, image)
-                if found:
-                    self._found[image] = found
-                else:
-                    self._found.pop(image, None)
-            return found
 
 
 def config_of(found: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -9,11 +9,10 @@ Where no network can be created, containers share the host's network (``name`` i
 
 A pod's holder (``prepare``) is made before its first container, as kubelet makes a pod
 sandbox: a ``catatonit -P`` container from ``images.PAUSE_IMAGE`` whose address is the pod's
-``status.podIP``; holders run side by side, one pause import (looked for while the runtime
-opens, ``pause_image``) serves them all; ``release`` hands a pod's holder to ``removals``,
-which removes it with the pod's containers. Docker, or a machine where no holder can be made,
-gives each container an identity of its own. Neighbours: ``containers`` (the runtime, which
-owns one ``SessionNetwork``), ``images``, ``options``.
+``status.podIP``; holders run side by side, one pause import serves them all; ``release``
+hands a pod's holder to ``removals``, which removes it with the pod's containers. Docker, or a
+machine where no holder can be made, gives each container an identity of its own. Neighbours:
+``containers`` (the runtime, which owns one ``SessionNetwork``), ``images``, ``options``.
 """
 
 from __future__ import annotations
@@ -132,7 +131,10 @@ class SessionNetwork:
         identity of its own, and a pod of more than one gets a Warning Event saying so)."""
         if not self.name or not self._cli.shares_pod_namespaces:
             return ""
-        image = await self.pause_image()
+        async with self._pause_lock:  # one import for every pod; holders run side by side
+            if self._pause is None:
+                self._pause = await images.import_pause(self._cli)
+            image = self._pause
         name = options.holder_name(self.session, target)
         if self.adopting and await self._running(name):  # re-attached containers joined it
             problem = ""
@@ -148,17 +150,6 @@ class SessionNetwork:
             return ""
         self._holders[target.uid] = name
         return await self._address(name)
-
-    async def pause_image(self) -> str:
-        """The holders' image (``images.import_pause``), looked for once per session: at
-        ``open`` (the runtime's, while the API server starts) or at the first pod; ""
-        where none can be had or the runtime does not share pod namespaces."""
-        if not self._cli.shares_pod_namespaces:
-            return ""
-        async with self._pause_lock:  # one import for every pod; holders run side by side
-            if self._pause is None:
-                self._pause = await images.import_pause(self._cli)
-            return self._pause
 
     async def _run_holder(
         self, name: str, image: str, target: Target, pod_spec: Mapping[str, Any]
